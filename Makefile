@@ -1,0 +1,37 @@
+GO      ?= go
+BIN     ?= bin/bridge
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build test race bench run lint fuzz soak clean
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/bridge
+
+# The default suite: every package under the race detector, end-to-end tests
+# against the real binary included. Kept under ten minutes.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 9m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+run:
+	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/bridge run
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin
