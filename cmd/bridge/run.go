@@ -2,12 +2,168 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/bridge"
 )
 
-// cmdRun starts the daemon. The wiring lands with the delivery engine.
-func cmdRun(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "bridge run: not wired yet")
-	return 1
+// runConfig is every flag of `bridge run`.
+type runConfig struct {
+	dataDir        string
+	natsURL        string
+	natsCreds      string
+	natsNKey       string
+	natsUser       string
+	natsPassword   string
+	natsTLSCA      string
+	natsTLSCert    string
+	natsTLSKey     string
+	embeddedListen string
+	stream         string
+	streamSubjects string
+	createStream   optionalBool
+	adminListen    string
+	adminToken     string
+	a2aAllowHosts  string
+	a2aAllowLoop   bool
+	maxInFlight    int
+	maxAttempts    int
+	requestTimeout time.Duration
+	ceSource       string
+	ceType         string
+	logFormat      string
+}
+
+// optionalBool is a bool flag that knows whether it was given, for
+// defaults that depend on other flags.
+type optionalBool struct {
+	set, value bool
+}
+
+func (b *optionalBool) String() string { return fmt.Sprint(b.value) }
+func (b *optionalBool) IsBoolFlag() bool { return true }
+func (b *optionalBool) Set(s string) error {
+	v, err := parseBool(s)
+	if err != nil {
+		return err
+	}
+	b.set, b.value = true, v
+	return nil
+}
+
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "1", "t", "true", "yes", "on":
+		return true, nil
+	case "0", "f", "false", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean", s)
+}
+
+func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
+	c := &runConfig{}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.dataDir, "data-dir", "./bridge-data", "directory for bridge.db, the embedded server's JetStream store and the admin token")
+	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server to join (also NATS_URL); empty starts an embedded nats-server with JetStream")
+	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&c.natsNKey, "nats-nkey", "", "NATS nkey seed file")
+	fs.StringVar(&c.natsUser, "nats-user", "", "NATS user")
+	fs.StringVar(&c.natsPassword, "nats-password", "", "NATS password")
+	fs.StringVar(&c.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server")
+	fs.StringVar(&c.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS")
+	fs.StringVar(&c.natsTLSKey, "nats-tls-key", "", "client key for NATS")
+	fs.StringVar(&c.embeddedListen, "embedded-listen", "127.0.0.1:4222", "client address of the embedded server")
+	fs.StringVar(&c.stream, "stream", "JOURNAL", "the journal stream")
+	fs.StringVar(&c.streamSubjects, "stream-subjects", "journal.>", "subjects (comma-separated) when the bridge creates the stream")
+	fs.Var(&c.createStream, "create-stream", "create the stream if missing (default true when embedded, false otherwise)")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8480", "address of the admin API, /metrics, /healthz and /readyz")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /v1/*; empty generates one into <data-dir>/admin-token")
+	fs.StringVar(&c.a2aAllowHosts, "a2a-allow-hosts", "", "comma-separated exact hosts A2A webhooks may use (empty = any public host)")
+	fs.BoolVar(&c.a2aAllowLoop, "a2a-allow-loopback", false, "let A2A webhooks use http:// on loopback addresses (tests, demos)")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "receivers one sweep talks to at once")
+	fs.IntVar(&c.maxAttempts, "max-attempts", bridge.DefaultMaxAttempts, "consecutive failures before a registration is parked")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Second, "timeout of one POST")
+	fs.StringVar(&c.ceSource, "ce-source", "", "CloudEvents source for messages that are not CloudEvents already (default /jetstream/<stream>)")
+	fs.StringVar(&c.ceType, "ce-type", "io.nats.jetstream.message", "CloudEvents type for messages without a ce-type header")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	return fs, c
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, c := runFlags(stderr)
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "bridge run:", err)
+		return 2
+	}
+	if c.natsURL == "" {
+		c.natsURL = os.Getenv("NATS_URL")
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bridge run: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	log, err := newLogger(c.logFormat, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge run:", err)
+		return 2
+	}
+	ctx, stop := signalContext(ctx, log)
+	defer stop()
+	if err := serve(ctx, c, log); err != nil {
+		log.Error("bridge stopped", "error", err)
+		fmt.Fprintln(stderr, "bridge run:", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
+}
+
+// signalContext ends ctx on the first SIGINT or SIGTERM; a second one
+// exits at once, for an operator who does not want to wait for in-flight
+// POSTs.
+func signalContext(parent context.Context, log *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("stopping: finishing in-flight deliveries and flushing cursors (signal again to exit at once)", "signal", s.String())
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		if s, ok := <-sigs; ok {
+			log.Warn("second signal: exiting at once", "signal", s.String())
+			os.Exit(1)
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(sigs)
+		cancel()
+	}
 }

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/jetstream-bridge/bridge/admin"
+	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/journal"
+	"github.com/jetstream-bridge/bridge/netguard"
+	"github.com/jetstream-bridge/bridge/projection/a2a"
+	"github.com/jetstream-bridge/bridge/projection/cloudevents"
+	"github.com/jetstream-bridge/bridge/webhook"
+)
+
+// serve runs the daemon until ctx ends. Everything it opens it closes, in
+// the reverse order: workers, admin API, store, NATS, embedded server.
+func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
+	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+		return fmt.Errorf("creating data dir: %w", err)
+	}
+	// The store first: a data dir held by another bridge must be refused
+	// before this one starts a second server on it.
+	db, err := cursor.Open(filepath.Join(c.dataDir, "bridge.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	url, embedded, err := startEmbedded(c, log)
+	if err != nil {
+		return err
+	}
+	if embedded != nil {
+		defer func() {
+			embedded.Shutdown()
+			embedded.WaitForShutdown()
+		}()
+	}
+	nc, err := connectNATS(c, url, embedded, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	create := c.createStream.value
+	if !c.createStream.set {
+		create = embedded != nil
+	}
+	if _, err := journal.EnsureStream(ctx, js, c.stream, splitList(c.streamSubjects), create); err != nil {
+		return err
+	}
+	reader, err := journal.NewReader(nc, c.stream, journal.WithLogger(log))
+	if err != nil {
+		return err
+	}
+
+	token, err := adminToken(c, log)
+	if err != nil {
+		return err
+	}
+	guard := netguard.NewPolicy(netguard.WithAllowHosts(splitList(c.a2aAllowHosts)...), netguard.WithAllowLoopbackHTTP(c.a2aAllowLoop))
+	if c.a2aAllowLoop {
+		log.Warn("A2A webhooks may use http:// on loopback addresses (--a2a-allow-loopback); never use this in production")
+	}
+	sender := webhook.NewSender(webhook.WithPolicy(guard), webhook.WithTimeout(c.requestTimeout))
+	defer sender.Close()
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := bridge.NewMetrics(registry)
+	registry.MustRegister(newStoreCollector(db, reader))
+
+	daemon, err := newDaemon(c, db, reader, sender, metrics, log)
+	if err != nil {
+		return err
+	}
+
+	api := admin.New(admin.Options{
+		Store:   db,
+		Journal: journalBounds{reader},
+		Guard:   guard,
+		Waker:   daemon,
+		Token:   token,
+		Ready:   func(context.Context) error { return ready(nc) },
+		Metrics: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
+		Logger:  log,
+	})
+	ln, err := net.Listen("tcp", c.adminListen)
+	if err != nil {
+		return fmt.Errorf("admin API cannot listen on %s: %w", c.adminListen, err)
+	}
+	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = httpSrv.Serve(ln) }()
+	log.Info("bridge running", "admin", "http://"+ln.Addr().String(), "nats", redactURL(url), "stream", c.stream, "embedded", embedded != nil)
+
+	runErr := daemon.Run(ctx)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = httpSrv.Shutdown(shutdownCtx)
+	if runErr != nil {
+		return runErr
+	}
+	log.Info("bridge stopped cleanly; every acknowledged cursor is flushed")
+	return nil
+}
+
+func newDaemon(c *runConfig, db *cursor.DB, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger) (*bridge.Daemon, error) {
+	source := c.ceSource
+	if source == "" {
+		source = "/jetstream/" + c.stream
+	}
+	opts := []bridge.Option{
+		bridge.WithMaxAttempts(c.maxAttempts),
+		bridge.WithMaxInFlight(c.maxInFlight),
+		bridge.WithLogger(log),
+		bridge.WithMetrics(m),
+	}
+	outbox, err := bridge.New(db, reader, sender,
+		cloudevents.New(cloudevents.WithStream(c.stream), cloudevents.WithSource(source), cloudevents.WithType(c.ceType)), opts...)
+	if err != nil {
+		return nil, err
+	}
+	push, err := bridge.New(db, reader, sender, a2a.New(a2a.WithStream(c.stream)), opts...)
+	if err != nil {
+		return nil, err
+	}
+	created := func(ctx context.Context) (time.Time, error) {
+		st, err := reader.Info(ctx)
+		return st.Created, err
+	}
+	return bridge.NewDaemon(db, reader, []*bridge.Worker{outbox, push},
+		bridge.WithDaemonLogger(log),
+		bridge.WithStreamIdentity(c.stream, created, db)), nil
+}
+
+// startEmbedded returns the URL to connect to, starting the embedded server
+// when no --nats-url was given.
+func startEmbedded(c *runConfig, log *slog.Logger) (string, *server.Server, error) {
+	if c.natsURL != "" {
+		return c.natsURL, nil, nil
+	}
+	host, portStr, err := net.SplitHostPort(c.embeddedListen)
+	if err != nil {
+		return "", nil, fmt.Errorf("--embedded-listen %q: %w", c.embeddedListen, err)
+	}
+	port, err := net.LookupPort("tcp", portStr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--embedded-listen %q: %w", c.embeddedListen, err)
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "bridge-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(c.dataDir, "nats"),
+		NoSigs:     true,
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		return "", nil, fmt.Errorf("embedded nats-server did not start listening on %s (is the port in use? set --embedded-listen)", c.embeddedListen)
+	}
+	log.Info("embedded nats-server with JetStream started", "listen", ns.ClientURL(), "store", filepath.Join(c.dataDir, "nats"))
+	return ns.ClientURL(), ns, nil
+}
+
+// connectNATS connects with the usual client security and reconnects
+// forever: a NATS outage pauses delivery and /readyz, it never ends the
+// bridge.
+func connectNATS(c *runConfig, url string, embedded *server.Server, log *slog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("jetstream-bridge"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.ReconnectJitter(500*time.Millisecond, time.Second),
+		nats.RetryOnFailedConnect(false),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("disconnected from NATS; delivery pauses until it is back", "error", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("reconnected to NATS; delivery resumes", "server", redactURL(nc.ConnectedUrl()))
+		}),
+	}
+	if embedded != nil {
+		opts = append(opts, nats.InProcessServer(embedded))
+	}
+	if c.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(c.natsCreds))
+	}
+	if c.natsNKey != "" {
+		o, err := nats.NkeyOptionFromSeed(c.natsNKey)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-nkey: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if c.natsUser != "" {
+		opts = append(opts, nats.UserInfo(c.natsUser, c.natsPassword))
+	}
+	if c.natsTLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.natsTLSCA))
+	}
+	if c.natsTLSCert != "" || c.natsTLSKey != "" {
+		opts = append(opts, nats.ClientCert(c.natsTLSCert, c.natsTLSKey))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to NATS at %s: %w", redactURL(url), err)
+	}
+	return nc, nil
+}
+
+func ready(nc *nats.Conn) error {
+	if s := nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("NATS is %s", strings.ToLower(s.String()))
+	}
+	return nil
+}
+
+// adminToken returns the configured token, or the one in
+// <data-dir>/admin-token, generating it on first start.
+func adminToken(c *runConfig, log *slog.Logger) (string, error) {
+	if c.adminToken != "" {
+		return c.adminToken, nil
+	}
+	path := filepath.Join(c.dataDir, "admin-token")
+	if b, err := os.ReadFile(path); err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			log.Info("admin token read from file", "path", path)
+			return t, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading admin token: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	t := hex.EncodeToString(raw)
+	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing admin token: %w", err)
+	}
+	log.Info("generated an admin token", "path", path)
+	return t, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// redactURL drops userinfo so a password in --nats-url never reaches a log.
+func redactURL(raw string) string {
+	var out []string
+	for _, u := range strings.Split(raw, ",") {
+		if at := strings.LastIndex(u, "@"); at >= 0 {
+			if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
+				u = u[:scheme+3] + "redacted@" + u[at+1:]
+			}
+		}
+		out = append(out, u)
+	}
+	return strings.Join(out, ",")
+}
+
+// journalBounds adapts the reader to what the admin API needs to resolve
+// `start` and `rewind --time`.
+type journalBounds struct{ r *journal.Reader }
+
+func (j journalBounds) Bounds(ctx context.Context) (uint64, uint64, error) {
+	st, err := j.r.Info(ctx)
+	return st.FirstSeq, st.LastSeq, err
+}
+
+func (j journalBounds) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
+	return j.r.SeqAtTime(ctx, t)
+}

@@ -1,0 +1,114 @@
+package cursor
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// CloseWithoutFlush closes the file the way a crash leaves it: progress
+// acknowledged since the last Flush is lost.
+func (db *DB) CloseWithoutFlush() error {
+	db.closeOnce.Do(func() {
+		db.haltFlusher()
+		db.closeErr = db.bolt.Close()
+	})
+	return db.closeErr
+}
+
+// SetMaxSizeForTest caps the file (0: no cap), so a test can make commits
+// fail the way a full disk does.
+func (db *DB) SetMaxSizeForTest(n int) { db.bolt.MaxSize = n }
+
+// InsertForTest stores rows exactly as given (state, times, cursor) in one
+// transaction, for fixtures too large to build one Create at a time.
+func (db *DB) InsertForTest(rows []Registration) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		regs := tx.Bucket([]byte(bucketRegistrations))
+		for i := range rows {
+			inc, err := regs.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := putRow(tx, nil, &row{inc: inc, Registration: rows[i]}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CheckIndexes derives the due index, the completed index and the counts
+// from the rows and reports every difference from what is stored.
+func (db *DB) CheckIndexes() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		due, done, counts := map[string]bool{}, map[string]bool{}, map[string]uint64{}
+		err := tx.Bucket([]byte(bucketRegistrations)).ForEach(func(k, v []byte) error {
+			r, err := decodeRow(k, v)
+			if err != nil {
+				return err
+			}
+			if dk := dueKey(&r.Registration); dk != nil {
+				due[string(dk)] = true
+			}
+			if ck := completedKey(&r.Registration); ck != nil {
+				done[string(ck)] = true
+			}
+			counts[string(append(nsPrefix(r.Namespace), r.State...))]++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var problems []string
+		problems = append(problems, diffKeys(tx, bucketDue, due)...)
+		problems = append(problems, diffKeys(tx, bucketCompleted, done)...)
+		problems = append(problems, diffCounts(tx, counts)...)
+		if len(problems) > 0 {
+			return fmt.Errorf("indexes disagree with rows:\n%s", strings.Join(problems, "\n"))
+		}
+		return nil
+	})
+}
+
+func diffKeys(tx *bolt.Tx, bucket string, want map[string]bool) []string {
+	var problems []string
+	got := map[string]bool{}
+	_ = tx.Bucket([]byte(bucket)).ForEach(func(k, _ []byte) error {
+		got[string(k)] = true
+		if !want[string(k)] {
+			problems = append(problems, fmt.Sprintf("%s holds %q, which no row implies", bucket, k))
+		}
+		return nil
+	})
+	for k := range want {
+		if !got[k] {
+			problems = append(problems, fmt.Sprintf("%s lacks %q", bucket, k))
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+func diffCounts(tx *bolt.Tx, want map[string]uint64) []string {
+	var problems []string
+	got := map[string]uint64{}
+	_ = tx.Bucket([]byte(bucketCounts)).ForEach(func(k, v []byte) error {
+		got[string(k)] = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	for k, n := range want {
+		if got[k] != n {
+			problems = append(problems, fmt.Sprintf("count %q is %d, rows say %d", k, got[k], n))
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok {
+			problems = append(problems, fmt.Sprintf("count %q is %d, rows say 0", k, n))
+		}
+	}
+	return problems
+}

@@ -1,0 +1,152 @@
+package cursor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// openBolt opens path and checks it is a bridge store this bridge can read.
+func openBolt(path string, lockTimeout time.Duration) (*bolt.DB, error) {
+	bdb, err := openFile(path, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFile(bdb, path); err != nil {
+		_ = bdb.Close()
+		return nil, err
+	}
+	return bdb, nil
+}
+
+// openFile is bolt.Open turned into errors that name the file.
+//
+// bbolt trusts the file it maps: a damaged one can make it panic, or fault
+// on a page past the end of a truncated file. Both are turned into an error
+// here — SetPanicOnFault makes the fault a panic on this goroutine only —
+// and the file's lock is released and the file closed, so the operator can
+// move it aside; the mapping bbolt made of it is not reclaimed until the
+// process exits.
+func openFile(path string, timeout time.Duration) (bdb *bolt.DB, err error) {
+	var file *os.File
+	opts := &bolt.Options{
+		Timeout:      timeout,
+		FreelistType: bolt.FreelistMapType,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			file = f
+			return f, err
+		},
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if file != nil {
+				unlock(file)
+				_ = file.Close()
+			}
+			bdb, err = nil, damaged(path, fmt.Errorf("%v", p))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+
+	bdb, err = bolt.Open(path, 0o600, opts)
+	switch {
+	case err == nil:
+		return bdb, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("cursor: %s is locked by another process (another bridge running on this data dir?); gave up after %v",
+			path, timeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, berrors.ErrChecksum):
+		return nil, damaged(path, err)
+	}
+	return nil, fmt.Errorf("cursor: open %s: %w", path, err)
+}
+
+// damaged is the error for a file bbolt opened but the bridge cannot trust.
+func damaged(path string, cause error) error {
+	return fmt.Errorf("cursor: %s is not a bridge store or is damaged (restore it from a backup, or move it aside to start empty): %w",
+		path, cause)
+}
+
+// checkFile verifies the file's size and layout, creating the buckets of a
+// new file, with the same protection against panics and faults as openFile.
+func checkFile(bdb *bolt.DB, path string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = damaged(path, fmt.Errorf("%v", p))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+
+	fresh := false
+	err = bdb.View(func(tx *bolt.Tx) error {
+		if err := checkSize(tx, path); err != nil {
+			return err
+		}
+		var err error
+		fresh, err = checkLayout(tx, path)
+		return err
+	})
+	if err != nil || !fresh {
+		return err
+	}
+	return bdb.Update(createLayout)
+}
+
+// checkSize catches a truncated file: its pages reach past its end.
+func checkSize(tx *bolt.Tx, path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("cursor: stat %s: %w", path, err)
+	}
+	if info.Size() < tx.Size() {
+		return damaged(path, fmt.Errorf("truncated: %d bytes, but its pages reach %d", info.Size(), tx.Size()))
+	}
+	return nil
+}
+
+// checkLayout reports whether the file is new (no buckets at all), and
+// fails when it belongs to something else or to a newer bridge.
+func checkLayout(tx *bolt.Tx, path string) (fresh bool, err error) {
+	meta := tx.Bucket([]byte(bucketMeta))
+	if meta == nil {
+		var foreign string
+		_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			foreign = string(name)
+			return errNoChange
+		})
+		if foreign != "" {
+			return false, fmt.Errorf("cursor: %s is not a bridge store: it holds a bucket %q the bridge never creates", path, foreign)
+		}
+		return true, nil
+	}
+	v, err := strconv.Atoi(string(meta.Get([]byte(metaSchemaKey))))
+	switch {
+	case err != nil || v < 1:
+		return false, damaged(path, fmt.Errorf("schema version %q is unreadable", meta.Get([]byte(metaSchemaKey))))
+	case v > schemaVersion:
+		return false, fmt.Errorf("cursor: %s was written by a newer bridge (store schema %d; this bridge reads up to %d)", path, v, schemaVersion)
+	}
+	for _, name := range allBuckets() {
+		if tx.Bucket([]byte(name)) == nil {
+			return false, damaged(path, fmt.Errorf("bucket %q is missing", name))
+		}
+	}
+	return false, nil
+}
+
+func createLayout(tx *bolt.Tx) error {
+	for _, name := range allBuckets() {
+		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return fmt.Errorf("cursor: create bucket %q: %w", name, err)
+		}
+	}
+	return tx.Bucket([]byte(bucketMeta)).Put([]byte(metaSchemaKey), []byte(strconv.Itoa(schemaVersion)))
+}

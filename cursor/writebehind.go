@@ -1,0 +1,223 @@
+package cursor
+
+import (
+	"sync"
+	"time"
+)
+
+// progress is the acknowledged, not yet durable part of one registration's
+// Advances. Invariant: it only ever holds what a receiver acknowledged, so
+// losing it in a crash repeats deliveries and never skips one.
+type progress struct {
+	// inc is the incarnation of the row the progress was acknowledged on;
+	// progress never applies to another incarnation.
+	inc       uint64
+	nextSeq   uint64
+	delivered uint64
+	idle      bool
+	complete  bool
+	// at is the store's clock at the latest Advance: UpdatedAt, and
+	// CompletedAt when complete.
+	at time.Time
+}
+
+// then merges the older progress p with the newer q: the cursor is the
+// larger, counts add up, the latest Advance says whether the row is idle,
+// and completion, once acknowledged, stays.
+func (p progress) then(q progress) progress {
+	if p.inc != q.inc {
+		return q
+	}
+	q.nextSeq = max(p.nextSeq, q.nextSeq)
+	q.delivered += p.delivered
+	q.complete = q.complete || p.complete
+	return q
+}
+
+// apply folds p into r, whose incarnation the caller has matched.
+//
+// The cursor and the delivered count move in every state. Completion moves
+// an active or parked row to Completed. On an active row the failure count
+// clears, and the row leaves the due index when idle or stays due (at p.at
+// when it was idle before) when not.
+func (p progress) apply(r *Registration) {
+	r.NextSeq = max(r.NextSeq, p.nextSeq)
+	r.Delivered += p.delivered
+	r.UpdatedAt = p.at
+	switch {
+	case r.State == Completed:
+	case p.complete:
+		r.State = Completed
+		r.CompletedAt = p.at
+		r.NextAttemptAt = time.Time{}
+		r.Attempts = 0
+		r.LastError = ""
+	case r.State == Active:
+		r.Attempts = 0
+		r.LastError = ""
+		if p.idle {
+			r.NextAttemptAt = time.Time{}
+		} else if r.NextAttemptAt.IsZero() {
+			r.NextAttemptAt = p.at
+		}
+	}
+}
+
+// writeBehind holds acknowledged progress between Advance and the write
+// transaction that makes it durable.
+//
+// A write transaction that folds progress first moves it from pending to
+// inflight, tagged with its own transaction id; when the transaction ends,
+// settle drops inflight (committed) or merges it back under pending
+// (failed, so nothing acknowledged is lost). A reader whose snapshot is older
+// than the inflight transaction still overlays inflight, so no read ever
+// shows a cursor behind one it could already have seen.
+//
+// That needs inflight to outlive every reader whose snapshot predates its
+// commit: readers hold reading (shared) from before their snapshot until
+// their last lookup, and settle takes it exclusively. Settle only touches
+// memory, so the wait is short, and it never overlaps a bbolt write (the
+// writer lock is released by then), so a reader waiting for its snapshot
+// cannot be waiting on the settler.
+//
+// Lock order: DB.write → bbolt's writer lock (released before settle) →
+// reading → mu. Readers: reading → bbolt read transaction → mu. mu guards
+// the maps only and is never held across I/O.
+type writeBehind struct {
+	reading    sync.RWMutex
+	mu         sync.Mutex
+	pending    map[string]progress
+	inflight   map[string]progress
+	inflightTx int
+}
+
+// add merges acknowledged progress for id.
+func (w *writeBehind) add(id string, p progress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old, ok := w.pending[id]; ok {
+		p = old.then(p)
+	}
+	if w.pending == nil {
+		w.pending = make(map[string]progress)
+	}
+	w.pending[id] = p
+}
+
+// claim moves id's pending progress into the write transaction txID.
+func (w *writeBehind) claim(txID int, id string) (progress, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[id]
+	if !ok {
+		return progress{}, false
+	}
+	delete(w.pending, id)
+	if w.inflight == nil {
+		w.inflight = make(map[string]progress)
+	}
+	if older, ok := w.inflight[id]; ok {
+		p = older.then(p)
+	}
+	w.inflight[id] = p
+	w.inflightTx = txID
+	return p, true
+}
+
+// claimAll moves every pending entry into the write transaction txID.
+func (w *writeBehind) claimAll(txID int) map[string]progress {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	all := w.pending
+	w.pending = nil
+	if w.inflight == nil {
+		w.inflight = all
+	} else {
+		for id, p := range all {
+			if older, ok := w.inflight[id]; ok {
+				p = older.then(p)
+			}
+			w.inflight[id] = p
+		}
+	}
+	w.inflightTx = txID
+	return all
+}
+
+// settle ends the inflight transaction: committed progress is durable and
+// dropped; progress of a failed transaction returns to pending, older than
+// anything added since.
+func (w *writeBehind) settle(committed bool) {
+	w.reading.Lock()
+	defer w.reading.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !committed {
+		for id, old := range w.inflight {
+			if w.pending == nil {
+				w.pending = make(map[string]progress)
+			}
+			if nw, ok := w.pending[id]; ok {
+				old = old.then(nw)
+			}
+			w.pending[id] = old
+		}
+	}
+	w.inflight = nil
+}
+
+// lookup returns the progress a reader whose snapshot is transaction readTx
+// has not seen yet.
+func (w *writeBehind) lookup(readTx int, id string) (progress, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lookupLocked(readTx, id)
+}
+
+func (w *writeBehind) lookupLocked(readTx int, id string) (progress, bool) {
+	p, found := progress{}, false
+	if w.inflight != nil && readTx < w.inflightTx {
+		p, found = w.inflight[id]
+	}
+	if q, ok := w.pending[id]; ok {
+		if found {
+			q = p.then(q)
+		}
+		return q, true
+	}
+	return p, found
+}
+
+// completing returns the ids whose progress unseen by readTx completes them.
+func (w *writeBehind) completing(readTx int) map[string]progress {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]progress)
+	add := func(id string) {
+		if p, ok := w.lookupLocked(readTx, id); ok && p.complete {
+			out[id] = p
+		}
+	}
+	for id := range w.pending {
+		add(id)
+	}
+	if w.inflight != nil && readTx < w.inflightTx {
+		for id := range w.inflight {
+			add(id)
+		}
+	}
+	return out
+}
+
+// size is how many registrations have progress not yet durable.
+func (w *writeBehind) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.pending)
+	for id := range w.inflight {
+		if _, dup := w.pending[id]; !dup {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,100 @@
+package cloudevents
+
+import "strings"
+
+// natsHeader is a record's header with the case-insensitive lookups the
+// CloudEvents rules need: nats.go keeps keys exactly as published.
+type natsHeader map[string][]string
+
+// values returns the values of name, matched case-insensitively; the exact
+// spelling wins when several spellings are present.
+func (h natsHeader) values(name string) []string {
+	if vs, ok := h[name]; ok {
+		return vs
+	}
+	for k, vs := range h {
+		if strings.EqualFold(k, name) {
+			return vs
+		}
+	}
+	return nil
+}
+
+// first returns the first value of name, or "".
+func (h natsHeader) first(name string) string {
+	if vs := h.values(name); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// mustEscape reports the bytes the HTTP binding requires percent-encoded in
+// a ce- header value: anything outside printable ASCII, space, '"' and '%'.
+// Multi-byte UTF-8 characters are thereby encoded byte by byte, as required.
+func mustEscape(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
+
+// percentEncode encodes s for a ce- header value. It returns s itself when
+// nothing needs encoding, which is the common case and allocates nothing.
+func percentEncode(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if mustEscape(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if mustEscape(c) {
+			b.WriteByte('%')
+			b.WriteByte(upperHex[c>>4])
+			b.WriteByte(upperHex[c&0xf])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// percentDecode undoes percentEncode. A '%' not followed by two hex digits
+// is kept as it is: publishers that never encode lose nothing but the
+// literal %XX sequences the binding reserves.
+func percentDecode(s string) string {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}

@@ -1,0 +1,378 @@
+// Package webhook makes one webhook POST: it signs the message the
+// Standard Webhooks way, adds the authentication the registration asked
+// for, sends it through the transport of its namespace (A2A through the
+// netguard dial guard) and classifies the answer for the retry decision.
+//
+// It decides nothing about retries and keeps no state about
+// registrations. It must never follow a redirect, read an unbounded
+// response, use a proxy from the environment, or put a secret, token,
+// credential or the URL's userinfo, path or query into an Outcome.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/netguard"
+	"github.com/jetstream-bridge/bridge/projection"
+)
+
+// Defaults of a Sender.
+const (
+	DefaultTimeout         = 15 * time.Second
+	DefaultMaxBodyRead     = 64 << 10
+	DefaultExcerptLen      = 256
+	DefaultMaxIdlePerHost  = 64
+	DefaultVersion         = "dev"
+	userAgentProduct       = "jetstream-bridge/"
+	maxResponseHeaderBytes = 64 << 10
+	// minSecretSegment is the length from which a URL path segment is
+	// treated as a possible capability token (Slack-style hook paths).
+	minSecretSegment = 16
+)
+
+// Request is one message for one registration.
+type Request struct {
+	Namespace projection.Namespace
+	URL       string
+	Message   projection.Message
+	// Secrets are "whsec_" keys, current first, then the previous one
+	// during a rotation; the message is signed with each, so a receiver
+	// holding either verifies it.
+	Secrets []string
+	// Token is the A2A notification token.
+	Token           string
+	AuthScheme      string
+	AuthCredentials string
+	// At is the attempt's time: webhook-timestamp, and the origin of a
+	// Retry-After date. Zero means now.
+	At time.Time
+}
+
+// Sender POSTs messages. It is safe for concurrent use; keep one per
+// process so connections are reused, and Close it on shutdown.
+type Sender struct {
+	timeout        time.Duration
+	maxBody        int64
+	excerptLen     int
+	userAgent      string
+	policy         *netguard.Policy
+	tlsConfig      *tls.Config
+	maxIdlePerHost int
+	a2a, outbox    *http.Client
+}
+
+// Option configures a Sender.
+type Option func(*Sender)
+
+// WithTimeout bounds one Send, from dial to the last byte read.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Sender) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// WithPolicy sets the URL and dial guard; the default is netguard.NewPolicy().
+func WithPolicy(p *netguard.Policy) Option {
+	return func(s *Sender) {
+		if p != nil {
+			s.policy = p
+		}
+	}
+}
+
+// WithMaxBodyRead caps the bytes of a response read; a longer answer's
+// connection is closed rather than drained.
+func WithMaxBodyRead(n int64) Option {
+	return func(s *Sender) {
+		if n > 0 {
+			s.maxBody = n
+		}
+	}
+}
+
+// WithExcerptLen bounds Outcome.Excerpt, in bytes.
+func WithExcerptLen(n int) Option {
+	return func(s *Sender) {
+		if n >= 0 {
+			s.excerptLen = n
+		}
+	}
+}
+
+// WithVersion sets the version in the User-Agent "jetstream-bridge/<v>".
+func WithVersion(v string) Option {
+	return func(s *Sender) {
+		if v != "" {
+			s.userAgent = userAgentProduct + v
+		}
+	}
+}
+
+// WithTLSConfig sets the client TLS configuration (private roots, client
+// certificates). It is cloned; TLS below 1.2 is never offered.
+func WithTLSConfig(c *tls.Config) Option {
+	return func(s *Sender) {
+		if c != nil {
+			s.tlsConfig = c.Clone()
+		}
+	}
+}
+
+// WithMaxIdleConnsPerHost sizes the keep-alive pool per receiver host, for
+// fan-out to many registrations on one host.
+func WithMaxIdleConnsPerHost(n int) Option {
+	return func(s *Sender) {
+		if n > 0 {
+			s.maxIdlePerHost = n
+		}
+	}
+}
+
+// NewSender builds a Sender with one HTTP client per namespace.
+func NewSender(opts ...Option) *Sender {
+	s := &Sender{
+		timeout:        DefaultTimeout,
+		maxBody:        DefaultMaxBodyRead,
+		excerptLen:     DefaultExcerptLen,
+		userAgent:      userAgentProduct + DefaultVersion,
+		policy:         netguard.NewPolicy(),
+		tlsConfig:      &tls.Config{},
+		maxIdlePerHost: DefaultMaxIdlePerHost,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.tlsConfig.MinVersion = max(s.tlsConfig.MinVersion, tls.VersionTLS12)
+	s.a2a = s.newClient(projection.A2A)
+	s.outbox = s.newClient(projection.Outbox)
+	return s
+}
+
+// newClient builds the client of one namespace. Its transport dials
+// through the policy (the guard for A2A), ignores proxy settings from the
+// environment (a proxy would dial on the bridge's behalf, out of the
+// guard's sight) and never follows a redirect: a 3xx is the receiver's
+// answer, classified like any other, so a redirect cannot lead a request
+// to an address the guard never judged.
+func (s *Sender) newClient(ns projection.Namespace) *http.Client {
+	t := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            s.policy.DialContext(ns, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		TLSClientConfig:        s.tlsConfig.Clone(),
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           16 * s.maxIdlePerHost,
+		MaxIdleConnsPerHost:    s.maxIdlePerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		// No Accept-Encoding the receiver did not ask for, and no
+		// transparent inflation of a body the read cap is meant to bound.
+		DisableCompression: true,
+	}
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Close drops the idle keep-alive connections of both namespaces.
+func (s *Sender) Close() {
+	s.a2a.CloseIdleConnections()
+	s.outbox.CloseIdleConnections()
+}
+
+// Send POSTs one message and says how it ended. It never retries: the
+// caller owns the schedule. A message sent again gives the same body and
+// webhook-id; only the timestamp and signatures follow At.
+func (s *Sender) Send(ctx context.Context, r Request) Outcome {
+	start := time.Now()
+	o := s.send(ctx, r)
+	o.Duration = time.Since(start)
+	return o
+}
+
+func (s *Sender) send(ctx context.Context, r Request) Outcome {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := s.newRequest(tctx, r)
+	if err != nil {
+		return refused(err)
+	}
+	client := s.outbox
+	if r.Namespace == projection.A2A {
+		client = s.a2a
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return s.failed(ctx, err)
+	}
+	defer resp.Body.Close()
+	return s.answered(resp, r, req.URL)
+}
+
+// newRequest builds the signed request, refusing what can never be sent.
+func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, error) {
+	u, err := s.policy.ParseURL(r.Namespace, r.URL)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.headers(r)
+	if err != nil {
+		return nil, err
+	}
+	// The URL judged is the URL sent: no second parse that could read it
+	// differently.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", bytes.NewReader(r.Message.Body))
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host, req.Header = u, u.Host, h
+	return req, nil
+}
+
+// headers are the message's own, then the sender's, which win: a
+// projection cannot forge a signature or an Authorization line.
+func (s *Sender) headers(r Request) (http.Header, error) {
+	if err := checkRequest(r); err != nil {
+		return nil, err
+	}
+	h := r.Message.Header.Clone()
+	if h == nil {
+		h = make(http.Header)
+	}
+	ts := r.At.Unix()
+	h.Set("User-Agent", s.userAgent)
+	h.Set(HeaderID, r.Message.ID)
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	if len(r.Secrets) > 0 {
+		sigs := make([]string, 0, len(r.Secrets))
+		for i, sec := range r.Secrets {
+			key, err := ParseSecret(sec)
+			if err != nil {
+				return nil, permanent("signing secret %d: %v", i+1, err)
+			}
+			sigs = append(sigs, Sign(key, r.Message.ID, ts, r.Message.Body))
+		}
+		h.Set(HeaderSignature, strings.Join(sigs, " "))
+	}
+	if r.AuthScheme != "" {
+		h.Set("Authorization", r.AuthScheme+" "+r.AuthCredentials)
+	}
+	if r.Token != "" {
+		h.Set("A2A-Notification-Token", r.Token)
+		h.Set("X-A2A-Notification-Token", r.Token)
+	}
+	return h, nil
+}
+
+// checkRequest refuses, for good, what no retry can send; its errors name
+// the field and never its value.
+func checkRequest(r Request) error {
+	switch {
+	case r.Message.ID == "" || !validHeaderValue(r.Message.ID):
+		return permanent("message id is empty or not a valid header value")
+	case r.AuthScheme == "" && r.AuthCredentials != "":
+		return permanent("authentication credentials are set without a scheme")
+	case r.AuthScheme != "" && !ValidAuthScheme(r.AuthScheme):
+		return permanent("authentication scheme is not an RFC 9110 token")
+	case r.AuthScheme != "" && (r.AuthCredentials == "" || !validHeaderValue(r.AuthCredentials)):
+		return permanent("authentication credentials are empty or contain control characters")
+	case !validHeaderValue(r.Token):
+		return permanent("notification token contains control characters")
+	}
+	return nil
+}
+
+func permanent(format string, args ...any) *netguard.RefusedError {
+	return &netguard.RefusedError{Reason: fmt.Sprintf(format, args...), Permanent: true}
+}
+
+func refused(err error) Outcome {
+	o := Outcome{Class: ClassRefused, Err: err}
+	var re *netguard.RefusedError
+	if errors.As(err, &re) {
+		o.Permanent = re.Permanent
+	}
+	return o
+}
+
+// failed classifies a request that got no answer. The url.Error around
+// it is dropped: it quotes the whole URL, query included.
+func (s *Sender) failed(parent context.Context, err error) Outcome {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var re *netguard.RefusedError
+	if errors.As(err, &re) {
+		return Outcome{Class: ClassRefused, Err: re, Permanent: re.Permanent}
+	}
+	if parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %s: %w", s.timeout, context.DeadlineExceeded)
+	}
+	return Outcome{Class: ClassTransport, Err: err}
+}
+
+// answered classifies a receiver's answer and reads its body: to the end
+// when it fits the cap, so the connection goes back to the pool, and no
+// further otherwise, so a hostile receiver cannot make the bridge read
+// forever. Only a failed answer's body is kept, for the excerpt.
+func (s *Sender) answered(resp *http.Response, r Request, u *url.URL) Outcome {
+	o := Outcome{Status: resp.StatusCode, Class: classOf(resp.StatusCode)}
+	if o.OK() {
+		// One byte past the cap, so a body of exactly the cap reaches EOF
+		// and its connection is reused.
+		_, _ = io.CopyN(io.Discard, resp.Body, s.maxBody+1)
+		return o
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
+	o.Permanent = resp.StatusCode == http.StatusGone
+	if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), r.At); ok {
+		o.RetryAfter = max(d, time.Second)
+	}
+	o.Excerpt = excerpt(body, s.excerptLen, secretsOf(r, u))
+	return o
+}
+
+// secretsOf lists what an excerpt must not repeat, longest first so a
+// secret containing another is redacted whole: the keys, the token, the
+// credentials, and the URL's path, long path segments and query values,
+// which often carry a capability token of their own.
+func secretsOf(r Request, u *url.URL) []string {
+	out := make([]string, 0, len(r.Secrets)*2+4)
+	for _, sec := range r.Secrets {
+		out = append(out, sec, strings.TrimPrefix(sec, SecretPrefix))
+	}
+	out = append(out, r.Token, r.AuthCredentials)
+	if u.Path != "" && u.Path != "/" {
+		out = append(out, u.RequestURI(), u.EscapedPath(), u.Path)
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if len(seg) >= minSecretSegment {
+			out = append(out, seg)
+		}
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
