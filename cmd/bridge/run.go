@@ -150,7 +150,10 @@ func signalContext(parent context.Context, log *slog.Logger) (context.Context, f
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		select {
-		case s := <-sigs:
+		case s, ok := <-sigs:
+			if !ok {
+				return
+			}
 			log.Info("stopping: finishing in-flight deliveries and flushing cursors (signal again to exit at once)", "signal", s.String())
 			cancel()
 		case <-ctx.Done():

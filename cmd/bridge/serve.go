@@ -201,6 +201,9 @@ func connectNATS(c *runConfig, url string, embedded *server.Server, log *slog.Lo
 		nats.ReconnectJitter(500*time.Millisecond, time.Second),
 		nats.RetryOnFailedConnect(false),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // a deliberate close at shutdown
+			}
 			log.Warn("disconnected from NATS; delivery pauses until it is back", "error", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
