@@ -93,3 +93,24 @@ func (c *storeCollector) refresh() {
 	}
 	c.counts, c.behind, c.at = counts, behind, time.Now()
 }
+
+// registerJournalMetrics exports the reader's counters, so an operator can
+// see that registrations sharing a filter share its reads.
+func registerJournalMetrics(reg prometheus.Registerer, r *journal.Reader) {
+	counter := func(name, help string, v func(journal.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(r.Stats())) })
+	}
+	reg.MustRegister(
+		counter("bridge_journal_requests_total", "Requests sent to the NATS server to read the journal (pages, probes, stream info).",
+			func(s journal.Stats) uint64 { return s.ServerRequests }),
+		counter("bridge_journal_fetches_total", "Journal page reads that went to the server.",
+			func(s journal.Stats) uint64 { return s.Fetches }),
+		counter("bridge_journal_messages_fetched_total", "Journal messages received from the server by page reads.",
+			func(s journal.Stats) uint64 { return s.MessagesFetched }),
+		counter("bridge_journal_cache_hits_total", "Journal records served from memory instead of the server.",
+			func(s journal.Stats) uint64 { return s.CacheHits }),
+		counter("bridge_journal_tail_messages_total", "Messages the live tail of the journal received.",
+			func(s journal.Stats) uint64 { return s.TailMessages }),
+	)
+}

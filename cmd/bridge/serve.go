@@ -92,6 +92,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bridge.NewMetrics(registry)
 	registry.MustRegister(newStoreCollector(db, reader))
+	registerJournalMetrics(registry, reader)
 
 	daemon, err := newDaemon(c, db, reader, sender, metrics, log)
 	if err != nil {
