@@ -31,9 +31,10 @@ func recordSize(r *projection.Record) int64 {
 // delivers every stored message in order and restarts after the last one
 // it delivered. A read inside [lo, hi] is therefore answered exactly from
 // memory. While live — Tail running and past the head it started at — hi is
-// also the head as Tail knows it, so a read that reaches hi is caught up;
-// otherwise reads past hi go to the server, so a dead or lagging tail can
-// never hide messages.
+// also the head as Tail knows it, so a read that reaches hi is caught up
+// (as of the tail); otherwise reads past hi go to the server, so a tail that
+// stopped, or one still replaying toward the head it started at, never
+// hides a stored message.
 type ring struct {
 	mu     sync.RWMutex
 	recs   []projection.Record // recs[start:] ascending by Seq
@@ -152,7 +153,9 @@ func (g *ring) read(filter string, p uint64, need int) (out ringRead, ok bool) {
 // run is a fetched stretch of one filter's messages.
 //
 // Invariant: recs holds every message matching filter with
-// lo <= seq <= hi, ascending, and hi is the sequence of the last of them.
+// lo <= seq <= hi, ascending. hi never exceeds what the server answered
+// for: the last record it returned (a caught-up answer says nothing of
+// messages a lagging replica had not yet stored), or less when trimmed.
 // A run is never modified once cached; trimming makes a new one.
 type run struct {
 	filter string
@@ -200,19 +203,20 @@ func (c *runCache) insert(r *run) {
 	if i < len(runs) && runs[i].lo <= hi {
 		hi = runs[i].lo - 1
 	}
+	if lo > hi {
+		return // nothing new
+	}
 	recs := r.recs
 	a := sort.Search(len(recs), func(k int) bool { return recs[k].Seq >= lo })
 	b := sort.Search(len(recs), func(k int) bool { return recs[k].Seq > hi })
-	recs = recs[a:b]
-	if len(recs) == 0 {
-		return // nothing new: a run must end on a record
-	}
-	n := &run{filter: r.filter, lo: lo, hi: recs[len(recs)-1].Seq, recs: recs, existsFrom: lo}
+	// A trimmed run may hold no record and still be worth keeping: it
+	// says none matches up to the next run.
+	n := &run{filter: r.filter, lo: lo, hi: hi, recs: recs[a:b], existsFrom: lo, size: recordOverhead}
 	if lo == r.lo {
 		n.existsFrom = r.existsFrom
 	}
-	for k := range recs {
-		n.size += recordSize(&recs[k])
+	for k := range n.recs {
+		n.size += recordSize(&n.recs[k])
 	}
 	n.elem = c.lru.PushFront(n)
 	c.bytes += n.size

@@ -30,11 +30,16 @@ func TestRunCacheKeepsRunsDisjoint(t *testing.T) {
 	c.insert(&run{filter: "a.>", lo: 5, hi: 30, recs: recs(6, 12, 15, 20, 25, 30), existsFrom: 5})
 	// One from 18 adds only what follows the run that covers 18.
 	c.insert(&run{filter: "a.>", lo: 18, hi: 40, recs: recs(20, 25, 30, 40), existsFrom: 18})
+	// One that only overlaps adds nothing.
+	c.insert(&run{filter: "a.>", lo: 12, hi: 20, recs: recs(12, 15, 20), existsFrom: 12})
+	if len(c.byFilter["a.>"]) != 3 {
+		t.Fatalf("%d runs, want 3", len(c.byFilter["a.>"]))
+	}
 	for _, tc := range []struct {
 		p    uint64
 		want string
 	}{
-		{4, "none"}, {5, "[5,6]#1"}, {6, "[5,6]#1"}, {7, "none"}, {9, "none"},
+		{4, "none"}, {5, "[5,9]#1"}, {6, "[5,9]#1"}, {9, "[5,9]#1"},
 		{10, "[10,20]#3"}, {20, "[10,20]#3"}, {21, "[21,40]#3"}, {40, "[21,40]#3"}, {41, "none"},
 	} {
 		if got := span(c.find("a.>", tc.p)); got != tc.want {
@@ -53,7 +58,7 @@ func TestRunCacheKeepsRunsDisjoint(t *testing.T) {
 }
 
 func TestRunCacheEvictsLeastRecentlyReadByBytes(t *testing.T) {
-	one := recordSize(&recs(1)[0])
+	one := recordOverhead + recordSize(&recs(1)[0]) // a run of one record
 	c := newRunCache(3 * one)
 	c.insert(&run{filter: "a", lo: 1, hi: 1, recs: recs(1)})
 	c.insert(&run{filter: "b", lo: 1, hi: 1, recs: recs(1)})

@@ -39,15 +39,7 @@ type getRequest struct {
 // the stream is gone or no longer allows direct gets.
 var errNoResponders = errors.New("no responders")
 
-// Headers the server adds to a direct get answer. It appends them after the
-// message's own headers, so the last value of each is the server's and any
-// earlier one was published with the message (a republished message carries
-// its origin's Nats-Sequence, for instance).
-var (
-	directHeaders = []string{nats.JSStream, nats.JSSubject, nats.JSSequence, nats.JSTimeStamp}
-	batchHeaders  = []string{numPendingHeader, nats.JSLastSequence}
-)
-
+// numPendingHeader is set by the server on batched answers.
 const numPendingHeader = "Nats-Num-Pending"
 
 // directGetter reads with batched direct gets: one request, many replies on
@@ -59,7 +51,6 @@ type directGetter struct {
 	stream  string
 	subject string // <api prefix>DIRECT.GET.<stream>
 	prefix  string // reply subjects are prefix + token
-	maxMsgs int    // the most replies one request can produce
 	stats   *counters
 
 	sub     *nats.Subscription
@@ -143,34 +134,50 @@ func (d *directGetter) fetch(ctx context.Context, filter string, from uint64, n 
 		return nil, false, fmt.Errorf("journal: direct get on stream %s from %d: %w", d.stream, from, err)
 	}
 	defer done()
-	recs := make([]projection.Record, 0, min(n, 64))
+	recs, caughtUp, err := d.collect(ctx, ch, min(n, 64))
+	if err != nil {
+		return nil, false, fmt.Errorf("journal: direct get on stream %s from %d: %w", d.stream, from, err)
+	}
+	d.stats.fetched.Add(uint64(len(recs)))
+	return recs, caughtUp, nil
+}
+
+// collect reads one batched answer. Each message names the sequence of the
+// one before it in the batch, and the end of batch the last one, so a reply
+// lost on the way (a slow consumer) fails the fetch instead of leaving a
+// hole the caller would read as "no message there".
+func (d *directGetter) collect(ctx context.Context, ch <-chan *nats.Msg, capacity int) ([]projection.Record, bool, error) {
+	recs := make([]projection.Record, 0, capacity)
+	var prev uint64
 	for {
+		var m *nats.Msg
 		select {
 		case <-ctx.Done():
-			return nil, false, fmt.Errorf("journal: direct get on stream %s from %d: %w", d.stream, from, ctx.Err())
-		case m := <-ch:
-			if isData(m) {
-				// A server older than 2.11 ignores batch and answers one
-				// message without the batch headers and no end of batch.
-				single := m.Header.Get(numPendingHeader) == ""
-				rec, err := directRecord(d.stream, m, !single)
-				if err != nil {
-					return nil, false, err
-				}
-				recs = append(recs, rec)
-				if single {
-					d.stats.fetched.Add(uint64(len(recs)))
-					return recs, false, nil
-				}
-				continue
-			}
-			d.stats.fetched.Add(uint64(len(recs)))
-			caughtUp, err := endOfBatch(m)
-			if err != nil {
-				return nil, false, fmt.Errorf("journal: direct get on stream %s from %d: %w", d.stream, from, err)
-			}
-			return recs, caughtUp, nil
+			return nil, false, ctx.Err()
+		case m = <-ch:
 		}
+		if !isData(m) {
+			caughtUp, err := endOfBatch(m)
+			if err == nil && len(recs) > 0 && m.Header.Get(nats.JSLastSequence) != strconv.FormatUint(prev, 10) {
+				err = fmt.Errorf("answer lost messages after %d (end of batch names %s)", prev, m.Header.Get(nats.JSLastSequence))
+			}
+			return recs, caughtUp, err
+		}
+		// A server older than 2.11 ignores batch and answers one message
+		// without the batch headers and no end of batch.
+		single := m.Header.Get(numPendingHeader) == ""
+		if !single && lastValue(m.Header, nats.JSLastSequence) != strconv.FormatUint(prev, 10) {
+			return nil, false, fmt.Errorf("answer lost messages after %d (next names %s)", prev, lastValue(m.Header, nats.JSLastSequence))
+		}
+		rec, err := directRecord(d.stream, m, !single)
+		if err != nil {
+			return nil, false, err
+		}
+		recs = append(recs, rec)
+		if single {
+			return recs, false, nil
+		}
+		prev = rec.Seq
 	}
 }
 
@@ -241,9 +248,12 @@ func directRecord(stream string, m *nats.Msg, batch bool) (projection.Record, er
 		return projection.Record{}, fmt.Errorf("journal: direct get on stream %s: message %d has a bad %s header", stream, seq, nats.JSTimeStamp)
 	}
 	rec := projection.Record{Stream: stream, Seq: seq, Subject: lastValue(h, nats.JSSubject), Time: ts, Data: m.Data}
-	dropLast(h, directHeaders)
+	// The server appends its headers after the message's own, so the last
+	// value of each is the server's; an earlier one was published with the
+	// message (a republished message carries its origin's Nats-Sequence).
+	dropLast(h, nats.JSStream, nats.JSSubject, nats.JSSequence, nats.JSTimeStamp)
 	if batch {
-		dropLast(h, batchHeaders)
+		dropLast(h, numPendingHeader, nats.JSLastSequence)
 	}
 	if len(h) > 0 {
 		rec.Header = h
@@ -258,7 +268,7 @@ func lastValue(h nats.Header, key string) string {
 	return ""
 }
 
-func dropLast(h nats.Header, keys []string) {
+func dropLast(h nats.Header, keys ...string) {
 	for _, k := range keys {
 		switch v := h[k]; len(v) {
 		case 0:

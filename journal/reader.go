@@ -41,9 +41,10 @@ type Page struct {
 	// From is where the page starts: the requested sequence, moved past
 	// the sequences the stream no longer holds.
 	From uint64
-	// Skipped = From - the requested sequence: messages the stream removed
-	// (limits, purge, delete) below the first one it still holds. They are
-	// reported, not waited for, so a cursor behind them moves on.
+	// Skipped = From - the requested sequence (read as at least 1): stream
+	// sequences the stream removed (limits, purge, delete) before the first
+	// one it still holds, whatever their subjects. They are reported, not
+	// waited for, so a cursor behind them moves on.
 	Skipped uint64
 	// Next is where the following read resumes: every message matching the
 	// filter in [From, Next) is in Records. It is past the last record, or
@@ -51,7 +52,9 @@ type Page struct {
 	// ring), so an idle cursor can keep up with the head.
 	Next uint64
 	// CaughtUp promises that no matching message followed the last record
-	// (or From) when the page was read; false means read again.
+	// (or From) when the page was read; false means read again. Near the
+	// head "when" is as of the tail (see Tail): a message stored but not yet
+	// received by it is not in the page, and its notification follows.
 	CaughtUp bool
 	// LastSeq is the stream's last sequence as far as the reader knows.
 	LastSeq uint64

@@ -26,6 +26,11 @@ var errTailRestart = errors.New("journal: stream re-created; tail restarts")
 // consumer's creation is missed. When Info reports the stream re-created,
 // the tail starts again at the new stream's first message.
 //
+// A read that reaches the ring's head is caught up as of the tail: a
+// message stored but not yet received is missing from that page, and its
+// notification follows. While no Tail runs, reads past the ring go to the
+// server.
+//
 // notify runs on the consumer's delivery goroutine and holds back every
 // later message until it returns: it must only record the wake-up (set a
 // flag, send without blocking) and never read the journal or do I/O.

@@ -49,7 +49,7 @@ type optionalBool struct {
 	set, value bool
 }
 
-func (b *optionalBool) String() string { return fmt.Sprint(b.value) }
+func (b *optionalBool) String() string   { return fmt.Sprint(b.value) }
 func (b *optionalBool) IsBoolFlag() bool { return true }
 func (b *optionalBool) Set(s string) error {
 	v, err := parseBool(s)

@@ -76,6 +76,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer reader.Close()
 
 	token, err := adminToken(c, log)
 	if err != nil {

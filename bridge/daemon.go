@@ -1,0 +1,184 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+)
+
+// Tailer reports every message the journal stores from now on. It must
+// survive reconnects by itself and return only when ctx ends.
+type Tailer interface {
+	Tail(ctx context.Context, notify func(subject string, seq uint64)) error
+}
+
+// Daemon runs the workers of every namespace against one store and one
+// journal: it wakes registrations when a message on their filter lands,
+// batches cursor writes, and watches the stream's identity.
+type Daemon struct {
+	store   cursor.Store
+	tail    Tailer
+	workers map[string]*Worker
+	router  *router
+	log     *slog.Logger
+
+	flushEvery time.Duration
+	identity   *identityWatch
+}
+
+// DaemonOption configures a Daemon.
+type DaemonOption func(*Daemon)
+
+// WithFlushInterval sets how long an acknowledged cursor may wait before it
+// is made durable: the window a crash can repeat, never lose.
+func WithFlushInterval(d time.Duration) DaemonOption {
+	return func(dm *Daemon) { dm.flushEvery = d }
+}
+
+// WithDaemonLogger sets the daemon's logger.
+func WithDaemonLogger(l *slog.Logger) DaemonOption {
+	return func(dm *Daemon) { dm.log = l }
+}
+
+// NewDaemon ties workers (one per namespace) to the store and the tail.
+func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...DaemonOption) *Daemon {
+	d := &Daemon{
+		store:      store,
+		tail:       tail,
+		workers:    make(map[string]*Worker, len(workers)),
+		router:     newRouter(),
+		log:        slog.New(slog.DiscardHandler),
+		flushEvery: 5 * time.Millisecond,
+	}
+	for _, opt := range opts {
+		opt(d)
+	}
+	for _, w := range workers {
+		d.workers[w.ns] = w
+		w.gone = d.router.remove
+	}
+	return d
+}
+
+// Wake tells the daemon that these registrations changed (created,
+// replaced, unparked, rewound) and may have work now.
+func (d *Daemon) Wake(ids ...string) {
+	for _, id := range ids {
+		reg, err := d.store.Get(context.Background(), id)
+		if err != nil {
+			continue
+		}
+		d.route(reg)
+	}
+}
+
+func (d *Daemon) route(reg cursor.Registration) {
+	w := d.workers[reg.Namespace]
+	if w == nil || reg.State != cursor.Active {
+		return
+	}
+	d.router.add(reg.ID, reg.Namespace, reg.Subject)
+	w.Wake(reg.ID)
+}
+
+// Run serves until ctx ends, then lets in-flight POSTs finish (or abandons
+// them after ShutdownGrace) and makes every acknowledged cursor durable.
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.identity != nil {
+		if err := d.identity.check(ctx); err != nil {
+			return err
+		}
+	}
+	if err := d.load(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { d.tailLoop(ctx) })
+	for _, w := range d.workers {
+		wg.Go(func() { _ = w.Run(ctx) })
+	}
+	flushErr := d.flushLoop(ctx)
+	wg.Wait()
+	if err := d.store.Flush(context.Background()); err != nil {
+		return fmt.Errorf("flushing cursors at shutdown: %w", err)
+	}
+	return flushErr
+}
+
+// load routes every active registration and wakes it once: a registration
+// that was idle when the bridge stopped may have missed messages since.
+func (d *Daemon) load(ctx context.Context) error {
+	after := ""
+	for {
+		rows, next, err := d.store.List(ctx, cursor.ListOptions{State: cursor.Active, After: after, Limit: 1000})
+		if err != nil {
+			return fmt.Errorf("loading registrations: %w", err)
+		}
+		for _, reg := range rows {
+			d.route(reg)
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
+}
+
+// tailLoop wakes registrations as their messages land. The tail survives
+// reconnects itself; an error here is logged and the tail restarted.
+func (d *Daemon) tailLoop(ctx context.Context) {
+	notify := func(subject string, _ uint64) {
+		d.router.match(subject, func(id, ns string) {
+			if w := d.workers[ns]; w != nil {
+				w.sched.wakeQuiet(id)
+			}
+		})
+		for _, w := range d.workers {
+			w.sched.poke()
+		}
+	}
+	for ctx.Err() == nil {
+		if err := d.tail.Tail(ctx, notify); err != nil && ctx.Err() == nil {
+			d.log.Error("journal tail stopped; restarting", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// flushLoop makes acknowledged cursors durable every flushEvery and checks
+// the stream's identity every second. A failed flush keeps the cursors
+// pending and is retried: durability lags, it is never skipped.
+func (d *Daemon) flushLoop(ctx context.Context) error {
+	flush := time.NewTicker(d.flushEvery)
+	defer flush.Stop()
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-flush.C:
+			err := d.store.Flush(ctx)
+			if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
+				d.log.Error("flushing cursors failed; acknowledged cursors stay pending and are retried", "error", err)
+			}
+			lastErr = err
+		case <-check.C:
+			if d.identity == nil {
+				continue
+			}
+			if err := d.identity.check(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				d.log.Error("checking the journal stream", "error", err)
+			}
+		}
+	}
+}

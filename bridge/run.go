@@ -1,0 +1,74 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ShutdownGrace is how long Run lets in-flight POSTs finish after its
+// context ends before abandoning them. An abandoned POST was never
+// acknowledged, so its message is sent again after the restart.
+const ShutdownGrace = 10 * time.Second
+
+// Run delivers continuously until ctx ends: it starts a turn whenever a
+// slot is free and a registration is due by time or woken by a new journal
+// message, and looks at the due index on every tick for backoffs that
+// ended. It returns after every turn has finished or been abandoned.
+func (w *Worker) Run(ctx context.Context) error {
+	turnCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(ShutdownGrace, cancel)
+	})
+	defer stop()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ticker := time.NewTicker(w.tick)
+	defer ticker.Stop()
+	for {
+		w.dispatch(turnCtx, &wg)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			w.sched.promote()
+		case <-w.sched.kick:
+		}
+	}
+}
+
+// dispatch fills the free turn slots without waiting for any turn.
+func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
+	busy := w.sched.busy()
+	free := w.maxInFlight - busy
+	if free <= 0 {
+		return
+	}
+	at := w.now()
+	// Ask for the busy rows too: they are still due in the store while
+	// their turn runs, and must not crowd out the rows that are waiting.
+	ids, unserved, more, err := w.candidates(ctx, at, free+busy)
+	if err != nil {
+		w.log.Error("reading due registrations", "namespace", w.ns, "error", err)
+		return
+	}
+	w.metrics.dispatch(w.ns, unserved, more)
+	for _, id := range ids {
+		if free == 0 {
+			return
+		}
+		if !w.sched.claim(id) {
+			continue
+		}
+		free--
+		wg.Go(func() {
+			p, _, err := w.serve(ctx, id, at)
+			w.metrics.progress(w.ns, p)
+			if err != nil && ctx.Err() == nil {
+				w.log.Error("delivery turn failed; retrying at the next tick", "registration", id, "error", err)
+			}
+		})
+	}
+}

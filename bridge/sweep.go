@@ -1,0 +1,240 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+)
+
+// scheduler is the in-memory side of a worker's due order: which
+// registrations are in a turn, and which idle ones a new journal message
+// woke. The store's due index holds rows that are due by time (new,
+// backing off, unparked); idle rows are caught up and cost nothing until a
+// message on their filter wakes them here.
+//
+// Invariant: an id is in at most one turn. A wake for an id in a turn stays
+// in woken and is served after the turn, so a message published while the
+// turn decided it was caught up is never left waiting.
+type scheduler struct {
+	mu       sync.Mutex
+	inflight map[string]struct{}
+	woken    map[string]struct{}
+	deferred map[string]struct{}
+	kick     chan struct{}
+}
+
+func newScheduler() *scheduler {
+	return &scheduler{
+		inflight: make(map[string]struct{}),
+		woken:    make(map[string]struct{}),
+		deferred: make(map[string]struct{}),
+		kick:     make(chan struct{}, 1),
+	}
+}
+
+func (s *scheduler) wake(ids ...string) {
+	s.mu.Lock()
+	for _, id := range ids {
+		s.woken[id] = struct{}{}
+	}
+	s.mu.Unlock()
+	s.poke()
+}
+
+// wakeQuiet marks id woken without a poke, for callers that wake many ids
+// and poke once.
+func (s *scheduler) wakeQuiet(id string) {
+	s.mu.Lock()
+	s.woken[id] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *scheduler) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// later retries a registration whose turn failed on the bridge's side
+// (journal or store unavailable) at the next tick instead of at once, so
+// an outage is not a busy loop.
+func (s *scheduler) later(id string) {
+	s.mu.Lock()
+	s.deferred[id] = struct{}{}
+	s.mu.Unlock()
+}
+
+// promote moves deferred wakes back into the woken set, once per tick.
+func (s *scheduler) promote() {
+	s.mu.Lock()
+	for id := range s.deferred {
+		s.woken[id] = struct{}{}
+	}
+	clear(s.deferred)
+	s.mu.Unlock()
+}
+
+// claim marks id as in a turn; false when it already is.
+func (s *scheduler) claim(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[id]; busy {
+		return false
+	}
+	s.inflight[id] = struct{}{}
+	delete(s.woken, id)
+	return true
+}
+
+func (s *scheduler) release(id string) {
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *scheduler) busy() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight)
+}
+
+// wokenIDs returns up to n woken ids that are not in a turn.
+func (s *scheduler) wokenIDs(n int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id := range s.woken {
+		if len(ids) >= n {
+			break
+		}
+		if _, busy := s.inflight[id]; !busy {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Wake tells the worker that these registrations may have new journal
+// messages. Unknown ids and ids of the other namespace are dropped when
+// their turn finds them so.
+func (w *Worker) Wake(ids ...string) { w.sched.wake(ids...) }
+
+// candidates returns up to limit registrations due at `at`: rows due by
+// time from the store's due index, then woken idle rows. more reports that
+// more were due than limit allowed.
+func (w *Worker) candidates(ctx context.Context, at time.Time, limit int) (ids []string, unserved int, more bool, err error) {
+	due, err := w.store.Due(ctx, at, limit+1, w.ns)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	seen := make(map[string]struct{}, len(due.Rows))
+	for _, r := range due.Rows {
+		if len(ids) == limit {
+			return ids, due.Unserved, true, nil
+		}
+		ids = append(ids, r.ID)
+		seen[r.ID] = struct{}{}
+	}
+	for _, id := range w.sched.wokenIDs(limit - len(ids) + 1) {
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		if len(ids) == limit {
+			return ids, due.Unserved, true, nil
+		}
+		ids = append(ids, id)
+	}
+	return ids, due.Unserved, false, nil
+}
+
+// Sweep delivers at most limit due registrations once and waits for every
+// turn. `at` is the caller's clock, so backoff is testable; the daemon
+// supplies real time through Run.
+func (w *Worker) Sweep(ctx context.Context, at time.Time, limit int) (Report, error) {
+	ids, unserved, more, err := w.candidates(ctx, at, limit)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Unserved: unserved, Saturated: more}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		slots    = make(chan struct{}, w.maxInFlight)
+	)
+	for _, id := range ids {
+		if !w.sched.claim(id) {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			p, ran, err := w.serve(ctx, id, at)
+			mu.Lock()
+			defer mu.Unlock()
+			if ran {
+				rep.Registrations++
+			}
+			rep.add(p)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	wg.Wait()
+	w.metrics.sweep(w.ns, rep)
+	return rep, firstErr
+}
+
+// serve runs one claimed registration's turn and releases it. It reads the
+// row afresh after the claim, so a turn never starts from a cursor older
+// than the previous turn's last acknowledgement.
+func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, bool, error) {
+	defer w.sched.release(id)
+	reg, err := w.store.Get(ctx, id)
+	if errors.Is(err, cursor.ErrNotFound) {
+		w.forget(id)
+		return progress{}, false, nil
+	}
+	if err != nil {
+		w.sched.later(id)
+		return progress{}, false, err
+	}
+	if reg.State != cursor.Active {
+		w.forget(id)
+	}
+	if !w.due(reg, at) {
+		return progress{}, false, nil
+	}
+	p, more, err := w.turn(ctx, reg, at)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.sched.later(id)
+	case more:
+		w.sched.wake(id)
+	}
+	return p, true, err
+}
+
+// due reports whether reg may be served now: active, of this namespace,
+// and not waiting out a backoff (a new message does not cut a backoff
+// short; the receiver asked for the pause).
+func (w *Worker) due(reg cursor.Registration, at time.Time) bool {
+	if reg.Namespace != w.ns || reg.State != cursor.Active {
+		return false
+	}
+	return reg.NextAttemptAt.IsZero() || !reg.NextAttemptAt.After(at)
+}
+
+// forget drops a registration that is gone or no longer active from the
+// wake routes; unpark and replace route it again.
+func (w *Worker) forget(id string) {
+	if w.gone != nil {
+		w.gone(id)
+	}
+}

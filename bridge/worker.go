@@ -1,0 +1,295 @@
+// Package bridge is the delivery engine: it reads the journal past each
+// registration's cursor, projects every message, POSTs it, and moves the
+// cursor only after a 2xx.
+//
+// It owns the cursor discipline and nothing else. What a message is sent
+// as belongs to a projection, where the cursor lives to the cursor store,
+// how a POST is made and which addresses it may reach to the webhook
+// sender. It must never import a projection implementation, and it never
+// drops a message silently: what cannot be delivered parks with a reason.
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/journal"
+	"github.com/jetstream-bridge/bridge/projection"
+	"github.com/jetstream-bridge/bridge/webhook"
+)
+
+const (
+	// DefaultMaxAttempts is how many consecutive failures a receiver gets
+	// before it is parked: with the backoff schedule, between about fifty
+	// minutes and two hours of a receiver being down — a deploy or a
+	// certificate renewal, not a webhook that has gone away.
+	DefaultMaxAttempts = 32
+	// DefaultMaxInFlight is how many receivers one sweep talks to at once:
+	// enough that a few slow receivers cannot stall a sweep, few enough
+	// that a backlog is not answered by opening a thousand connections.
+	DefaultMaxInFlight = 16
+	// DrainPage is how many journal messages one registration drains per
+	// turn. A page, not a ceiling: the registration stays due, so a deep
+	// backlog finishes over turns instead of holding a fan-out slot for its
+	// whole length.
+	DrainPage = 256
+)
+
+// Journal is what the worker reads: the messages on a subject filter from
+// a sequence on, a page at a time.
+type Journal interface {
+	Read(ctx context.Context, filter string, from uint64, max int) (journal.Page, error)
+}
+
+// Sender makes one POST and says how it ended.
+type Sender interface {
+	Send(ctx context.Context, req webhook.Request) webhook.Outcome
+}
+
+// Worker delivers the registrations of one namespace.
+//
+// Within one registration delivery is strictly sequential, because its
+// cursor promises that everything before it was acknowledged; across
+// registrations it is concurrent, bounded by MaxInFlight. A registration is
+// never in two turns at once.
+type Worker struct {
+	store   cursor.Store
+	journal Journal
+	sender  Sender
+	proj    projection.Projection
+	ns      string
+
+	maxAttempts uint32
+	maxInFlight int
+	tick        time.Duration
+	log         *slog.Logger
+	metrics     *Metrics
+	now         func() time.Time
+
+	sched *scheduler
+	gone  func(id string)
+}
+
+// Option configures a Worker.
+type Option func(*Worker) error
+
+// WithMaxAttempts sets the consecutive failures after which a registration
+// is parked. Zero is refused: it would abandon every receiver on its first
+// hiccup.
+func WithMaxAttempts(n int) Option {
+	return func(w *Worker) error {
+		if n <= 0 {
+			return fmt.Errorf("max attempts must be at least 1, got %d: a ceiling of zero parks every receiver before its first retry", n)
+		}
+		w.maxAttempts = uint32(n)
+		return nil
+	}
+}
+
+// WithMaxInFlight sets how many receivers are contacted at once. Zero is
+// refused: a sweep that may contact nobody is an off switch spelled as a
+// setting, and it would report a quiet plane forever.
+func WithMaxInFlight(n int) Option {
+	return func(w *Worker) error {
+		if n <= 0 {
+			return fmt.Errorf("max in flight must be at least 1, got %d: a concurrency of zero contacts no receiver while reporting a quiet plane", n)
+		}
+		w.maxInFlight = n
+		return nil
+	}
+}
+
+// WithTick sets how often Run looks for registrations whose backoff ended.
+// New journal messages do not wait for it: Wake starts them at once.
+func WithTick(d time.Duration) Option {
+	return func(w *Worker) error {
+		if d <= 0 {
+			return fmt.Errorf("tick must be positive, got %v", d)
+		}
+		w.tick = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(w *Worker) error { w.log = l; return nil }
+}
+
+// WithMetrics records deliveries and sweeps into m.
+func WithMetrics(m *Metrics) Option {
+	return func(w *Worker) error { w.metrics = m; return nil }
+}
+
+// WithClock sets the clock Run uses for `at` and the webhook timestamp.
+func WithClock(now func() time.Time) Option {
+	return func(w *Worker) error { w.now = now; return nil }
+}
+
+// New returns a worker for the namespace p serves.
+func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts ...Option) (*Worker, error) {
+	w := &Worker{
+		store: store, journal: j, sender: s, proj: p, ns: string(p.Namespace()),
+		maxAttempts: DefaultMaxAttempts,
+		maxInFlight: DefaultMaxInFlight,
+		tick:        time.Second,
+		log:         slog.New(slog.DiscardHandler),
+		now:         time.Now,
+	}
+	for _, opt := range opts {
+		if err := opt(w); err != nil {
+			return nil, err
+		}
+	}
+	w.sched = newScheduler()
+	return w, nil
+}
+
+// Namespace is the namespace this worker serves.
+func (w *Worker) Namespace() string { return w.ns }
+
+// failure is one failed attempt as the retry decision needs to see it.
+type failure struct {
+	err        string
+	permanent  bool
+	retryAfter time.Duration
+	status     int
+}
+
+// turn drains one page of one registration's backlog, as far as its
+// receiver allows. attempts starts at the row's count and drops to zero
+// after any acknowledgement, so the retry ceiling counts only consecutive
+// failures.
+func (w *Worker) turn(ctx context.Context, reg cursor.Registration, at time.Time) (progress, bool, error) {
+	var p progress
+	page, err := w.journal.Read(ctx, reg.Subject, reg.NextSeq, DrainPage)
+	if err != nil {
+		return p, false, fmt.Errorf("read journal for %s at %d: %w", reg.ID, reg.NextSeq, err)
+	}
+	next := reg.NextSeq
+	if page.Skipped > 0 && page.From > next {
+		// The stream removed these before delivery (limits, purge); waiting
+		// for them would stall the registration forever.
+		p.skipped = int(page.Skipped)
+		next = page.From
+		w.log.Warn("journal messages removed by the stream before delivery; skipping them",
+			"registration", reg.ID, "from", reg.NextSeq, "to", page.From, "skipped", page.Skipped)
+		w.metrics.skipped(w.ns, page.Skipped)
+		if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: next}); err != nil {
+			return p, false, err
+		}
+	}
+	attempts := reg.Attempts
+	target := projection.Target{ID: reg.ID, TaskID: reg.TaskID, Format: reg.Format, DataContentType: reg.DataContentType}
+	for i := range page.Records {
+		rec := &page.Records[i]
+		res, err := w.proj.Project(target, rec)
+		if err != nil {
+			// The cursor stays on this message so nothing after it
+			// overtakes it; an operator rewinds past it and unparks.
+			reason := fmt.Sprintf("journal message %d cannot be projected: %v", rec.Seq, err)
+			return p, false, w.park(ctx, reg, attempts, failure{err: reason, permanent: true}, &p)
+		}
+		if f := w.deliver(ctx, reg, rec, res.Messages, &p); f != nil {
+			if ctx.Err() != nil {
+				// Shutdown abandoned the POST: not the receiver's failure,
+				// and the unacknowledged message is sent again on restart.
+				return p, false, ctx.Err()
+			}
+			return p, false, w.fail(ctx, reg, at, attempts, *f, &p)
+		}
+		attempts = 0
+		next = rec.Seq + 1
+		p.records++
+		if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: next, Delivered: uint64(len(res.Messages)), Complete: res.Terminal}); err != nil {
+			return p, false, err
+		}
+		if res.Terminal {
+			p.completed++
+			w.log.Info("registration completed: terminal message acknowledged", "registration", reg.ID, "seq", rec.Seq)
+			return p, false, nil
+		}
+	}
+	idle := page.CaughtUp
+	if idle {
+		// Every matching message below page.Next was in this page, so a
+		// quiet filter's cursor follows the head instead of falling behind
+		// it; a later gap is then never mistaken for removed messages.
+		next = max(next, page.Next)
+	}
+	if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: next, Idle: idle}); err != nil {
+		return p, false, err
+	}
+	return p, !idle, nil
+}
+
+// deliver POSTs the messages of one record in order and stops at the first
+// failure: none of the record counts as delivered until all of it was.
+func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *projection.Record, msgs []projection.Message, p *progress) *failure {
+	for _, msg := range msgs {
+		out := w.sender.Send(ctx, webhook.Request{
+			Namespace:       projection.Namespace(reg.Namespace),
+			URL:             reg.URL,
+			Message:         msg,
+			Secrets:         secrets(reg.Config, w.now()),
+			Token:           reg.Token,
+			AuthScheme:      reg.AuthScheme,
+			AuthCredentials: reg.AuthCredentials,
+			At:              w.now(),
+		})
+		w.metrics.delivery(w.ns, out, rec.Time, w.now())
+		if !out.OK() {
+			w.log.Debug("delivery failed", "registration", reg.ID, "seq", rec.Seq, "status", out.Status, "error", out.Error())
+			return &failure{err: out.Error(), permanent: out.Permanent, retryAfter: out.RetryAfter, status: out.Status}
+		}
+		p.deliveries++
+	}
+	return nil
+}
+
+// secrets are the signing keys in force: the current one, and the previous
+// one until its rotation window ends, so receivers can switch keys without
+// refusing a delivery.
+func secrets(c cursor.Config, now time.Time) []string {
+	var s []string
+	if c.Secret != "" {
+		s = append(s, c.Secret)
+	}
+	if c.PreviousSecret != "" && now.Before(c.PreviousSecretUntil) {
+		s = append(s, c.PreviousSecret)
+	}
+	return s
+}
+
+// fail reschedules a failed registration, or parks it. One decision for
+// every failure, because two copies of a retry policy agree everywhere
+// except the boundary nobody probes.
+func (w *Worker) fail(ctx context.Context, reg cursor.Registration, at time.Time, attempts uint32, f failure, p *progress) error {
+	// attempts counts the failures before this one, so the ceiling is
+	// reached by this failure, not one later.
+	if f.permanent || attempts+1 >= w.maxAttempts {
+		return w.park(ctx, reg, attempts+1, f, p)
+	}
+	if err := w.store.Retry(ctx, reg.ID, nextAttemptAt(reg.ID, at, attempts, f.retryAfter), f.err); err != nil {
+		return err
+	}
+	p.retries++
+	return nil
+}
+
+func (w *Worker) park(ctx context.Context, reg cursor.Registration, attempts uint32, f failure, p *progress) error {
+	reason := "the receiver did not answer 2xx within the retry ceiling"
+	if f.permanent {
+		reason = "the destination answered permanently"
+	}
+	w.log.Warn("parking registration: "+reason+"; its cursor is kept, so `bridge unpark "+reg.ID+"` resumes at the first message the receiver never acknowledged",
+		"registration", reg.ID, "namespace", reg.Namespace, "nextSeq", reg.NextSeq, "attempts", attempts, "error", f.err)
+	if err := w.store.Park(ctx, reg.ID, f.err); err != nil {
+		return err
+	}
+	p.parked++
+	return nil
+}
