@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func (db *DB) runFlusher(ctx context.Context, every time.Duration) {
 func (db *DB) GetMeta(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		v = bytesClone(tx.Bucket([]byte(bucketMeta)).Get([]byte(metaUserPrefix + key)))
+		v = bytes.Clone(tx.Bucket([]byte(bucketMeta)).Get([]byte(metaUserPrefix + key)))
 		return nil
 	})
 	return v, err
@@ -210,13 +211,6 @@ func (db *DB) PutMeta(ctx context.Context, key string, val []byte) error {
 		}
 		return b.Put([]byte(metaUserPrefix+key), val)
 	})
-}
-
-func bytesClone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
 }
 
 // errNoChange ends a write transaction that found nothing to write: it is

@@ -23,39 +23,46 @@ func (db *DB) CloseWithoutFlush() error {
 // fail the way a full disk does.
 func (db *DB) SetMaxSizeForTest(n int) { db.bolt.MaxSize = n }
 
-// InsertForTest stores rows exactly as given (state, times, cursor) in one
-// transaction, for fixtures too large to build one Create at a time.
+// InsertForTest stores rows exactly as given (state, times, cursor), in
+// transactions of 10,000, for fixtures too large to build one Create at a
+// time.
 func (db *DB) InsertForTest(rows []Registration) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		regs := tx.Bucket([]byte(bucketRegistrations))
-		for i := range rows {
-			inc, err := regs.NextSequence()
-			if err != nil {
-				return err
+	for chunk := range slices.Chunk(rows, 10_000) {
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			regs := tx.Bucket([]byte(bucketRegistrations))
+			for i := range chunk {
+				inc, err := regs.NextSequence()
+				if err != nil {
+					return err
+				}
+				if err := putRow(tx, nil, &row{inc: inc, Registration: chunk[i]}); err != nil {
+					return err
+				}
 			}
-			if err := putRow(tx, nil, &row{inc: inc, Registration: rows[i]}); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // CheckIndexes derives the due index, the completed index and the counts
 // from the rows and reports every difference from what is stored.
 func (db *DB) CheckIndexes() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
-		due, done, counts := map[string]bool{}, map[string]bool{}, map[string]uint64{}
+		due, done, counts := map[string]string{}, map[string]string{}, map[string]uint64{}
 		err := tx.Bucket([]byte(bucketRegistrations)).ForEach(func(k, v []byte) error {
-			r, err := decodeRow(k, v)
+			r, err := decodeRow(k, v, true)
 			if err != nil {
 				return err
 			}
 			if dk := dueKey(&r.Registration); dk != nil {
-				due[string(dk)] = true
+				due[string(dk)] = ""
 			}
 			if ck := completedKey(&r.Registration); ck != nil {
-				done[string(ck)] = true
+				done[string(ck)] = r.Namespace
 			}
 			counts[string(append(nsPrefix(r.Namespace), r.State...))]++
 			return nil
@@ -74,13 +81,13 @@ func (db *DB) CheckIndexes() error {
 	})
 }
 
-func diffKeys(tx *bolt.Tx, bucket string, want map[string]bool) []string {
+func diffKeys(tx *bolt.Tx, bucket string, want map[string]string) []string {
 	var problems []string
 	got := map[string]bool{}
-	_ = tx.Bucket([]byte(bucket)).ForEach(func(k, _ []byte) error {
+	_ = tx.Bucket([]byte(bucket)).ForEach(func(k, v []byte) error {
 		got[string(k)] = true
-		if !want[string(k)] {
-			problems = append(problems, fmt.Sprintf("%s holds %q, which no row implies", bucket, k))
+		if w, ok := want[string(k)]; !ok || w != string(v) {
+			problems = append(problems, fmt.Sprintf("%s holds %q → %q, which no row implies", bucket, k, v))
 		}
 		return nil
 	})

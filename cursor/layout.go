@@ -3,7 +3,6 @@ package cursor
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -11,15 +10,18 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The file's layout. Every write goes through putRow or deleteRow, which keep
-// the three derived buckets equal to what the rows imply, in the same
-// transaction as the row:
+// The file's layout. Every write of a registration goes through putRow or
+// deleteRow, which keep the three derived buckets (due, completed, counts)
+// equal to what the rows imply, in the same transaction as the row; the one
+// exception, purgeRow, deletes completed rows by the completed index, which
+// names everything they hold in the other two.
 //
-//	registrations  id → rowFormat, incarnation (8 bytes BE), JSON Registration
+//	registrations  id → the registration (see codec.go)
 //	due            len(ns), ns, NextAttemptAt (8 bytes BE unix nanos), id → nil
 //	               exactly the rows with State Active and a non-zero NextAttemptAt
-//	completed      CompletedAt (8 bytes BE unix nanos), id → nil
-//	               exactly the rows with State Completed; Purge reads it oldest first
+//	completed      CompletedAt (8 bytes BE unix nanos), id → namespace
+//	               exactly the rows with State Completed; Purge reads it oldest
+//	               first and deletes by it alone, without decoding a row
 //	counts         len(ns), ns, state → count (8 bytes BE)
 //	idempotency    key → JSON idemRecord
 //	idem-by-age    createdAt (8 bytes BE unix nanos), key → nil
@@ -66,37 +68,25 @@ func allBuckets() []string {
 type row struct {
 	inc uint64
 	Registration
+	// config is the stored Config of a row read without decoding it
+	// (getRowState); encodeRow writes it back unchanged. Nil when Config is
+	// decoded, and then encoded again.
+	config []byte
 }
 
-func encodeRow(r *row) ([]byte, error) {
-	body, err := json.Marshal(&r.Registration)
-	if err != nil {
-		return nil, fmt.Errorf("cursor: encode registration %q: %w", r.ID, err)
-	}
-	v := make([]byte, 0, 1+8+len(body))
-	v = append(v, rowFormat)
-	v = binary.BigEndian.AppendUint64(v, r.inc)
-	return append(v, body...), nil
-}
+// getRow reads and fully decodes id; ok is false when absent.
+func getRow(tx *bolt.Tx, id string) (r row, ok bool, err error) { return readRow(tx, id, true) }
 
-func decodeRow(id, v []byte) (row, error) {
-	if len(v) < 9 || v[0] != rowFormat {
-		return row{}, fmt.Errorf("cursor: registration %q is unreadable: unknown format", id)
-	}
-	r := row{inc: binary.BigEndian.Uint64(v[1:9])}
-	if err := json.Unmarshal(v[9:], &r.Registration); err != nil {
-		return row{}, fmt.Errorf("cursor: registration %q is unreadable: %w", id, err)
-	}
-	return r, nil
-}
+// getRowState reads id's delivery state, leaving its Config encoded: for
+// writes that do not change the Config.
+func getRowState(tx *bolt.Tx, id string) (r row, ok bool, err error) { return readRow(tx, id, false) }
 
-// getRow reads id from the registrations bucket; ok is false when absent.
-func getRow(tx *bolt.Tx, id string) (r row, ok bool, err error) {
+func readRow(tx *bolt.Tx, id string, full bool) (row, bool, error) {
 	v := tx.Bucket([]byte(bucketRegistrations)).Get([]byte(id))
 	if v == nil {
 		return row{}, false, nil
 	}
-	r, err = decodeRow([]byte(id), v)
+	r, err := decodeRow([]byte(id), v, full)
 	return r, err == nil, err
 }
 
@@ -110,14 +100,13 @@ func rowIncarnation(tx *bolt.Tx, id string) (uint64, bool) {
 }
 
 // putRow stores nw, replacing old (nil for a new row), and moves its index
-// entries and counts with it.
+// entries and counts with it; entries that did not change are not touched.
 func putRow(tx *bolt.Tx, old, nw *row) error {
+	var was *Registration
 	if old != nil {
-		if err := unindex(tx, &old.Registration); err != nil {
-			return err
-		}
+		was = &old.Registration
 	}
-	if err := index(tx, &nw.Registration); err != nil {
+	if err := reindex(tx, was, &nw.Registration); err != nil {
 		return err
 	}
 	v, err := encodeRow(nw)
@@ -132,7 +121,7 @@ func putRow(tx *bolt.Tx, old, nw *row) error {
 
 // deleteRow removes old and every index entry and count it held.
 func deleteRow(tx *bolt.Tx, old *row) error {
-	if err := unindex(tx, &old.Registration); err != nil {
+	if err := reindex(tx, &old.Registration, nil); err != nil {
 		return err
 	}
 	if err := tx.Bucket([]byte(bucketRegistrations)).Delete([]byte(old.ID)); err != nil {
@@ -141,32 +130,52 @@ func deleteRow(tx *bolt.Tx, old *row) error {
 	return nil
 }
 
-func index(tx *bolt.Tx, r *Registration) error {
-	if k := dueKey(r); k != nil {
-		if err := tx.Bucket([]byte(bucketDue)).Put(k, nil); err != nil {
-			return fmt.Errorf("cursor: index registration %q as due: %w", r.ID, err)
+// reindex moves the due entry, the completed entry and the counts from what
+// was implies (nil: a new row) to what is implies (nil: a deleted row).
+func reindex(tx *bolt.Tx, was, is *Registration) error {
+	id := is
+	if id == nil {
+		id = was
+	}
+	if err := moveKey(tx, bucketDue, dueKey(was), dueKey(is), nil); err != nil {
+		return fmt.Errorf("cursor: due index of %q: %w", id.ID, err)
+	}
+	var ns []byte
+	if is != nil {
+		ns = []byte(is.Namespace)
+	}
+	if err := moveKey(tx, bucketCompleted, completedKey(was), completedKey(is), ns); err != nil {
+		return fmt.Errorf("cursor: completed index of %q: %w", id.ID, err)
+	}
+	if was != nil && is != nil && was.Namespace == is.Namespace && was.State == is.State {
+		return nil
+	}
+	if was != nil {
+		if err := addCount(tx, was.Namespace, was.State, -1); err != nil {
+			return err
 		}
 	}
-	if k := completedKey(r); k != nil {
-		if err := tx.Bucket([]byte(bucketCompleted)).Put(k, nil); err != nil {
-			return fmt.Errorf("cursor: index registration %q as completed: %w", r.ID, err)
-		}
+	if is != nil {
+		return addCount(tx, is.Namespace, is.State, 1)
 	}
-	return addCount(tx, r.Namespace, r.State, 1)
+	return nil
 }
 
-func unindex(tx *bolt.Tx, r *Registration) error {
-	if k := dueKey(r); k != nil {
-		if err := tx.Bucket([]byte(bucketDue)).Delete(k); err != nil {
-			return fmt.Errorf("cursor: unindex due registration %q: %w", r.ID, err)
+// moveKey replaces index key from (nil: none) with to (nil: none).
+func moveKey(tx *bolt.Tx, bucket string, from, to, val []byte) error {
+	if bytes.Equal(from, to) {
+		return nil
+	}
+	b := tx.Bucket([]byte(bucket))
+	if from != nil {
+		if err := b.Delete(from); err != nil {
+			return err
 		}
 	}
-	if k := completedKey(r); k != nil {
-		if err := tx.Bucket([]byte(bucketCompleted)).Delete(k); err != nil {
-			return fmt.Errorf("cursor: unindex completed registration %q: %w", r.ID, err)
-		}
+	if to != nil {
+		return b.Put(to, val)
 	}
-	return addCount(tx, r.Namespace, r.State, -1)
+	return nil
 }
 
 // addCount moves the (namespace, state) counter by delta, never below zero.
@@ -194,9 +203,10 @@ func addCount(tx *bolt.Tx, ns string, st State, delta int64) error {
 // isDue is the due index's membership rule.
 func isDue(r *Registration) bool { return r.State == Active && !r.NextAttemptAt.IsZero() }
 
-// dueKey is r's key in the due index, or nil when r does not belong there.
+// dueKey is r's key in the due index, or nil when r is nil or does not
+// belong there.
 func dueKey(r *Registration) []byte {
-	if !isDue(r) {
+	if r == nil || !isDue(r) {
 		return nil
 	}
 	k := nsPrefix(r.Namespace)
@@ -204,10 +214,10 @@ func dueKey(r *Registration) []byte {
 	return append(k, r.ID...)
 }
 
-// completedKey is r's key in the completed index, or nil when r is not
-// completed.
+// completedKey is r's key in the completed index, or nil when r is nil or
+// not completed.
 func completedKey(r *Registration) []byte {
-	if r.State != Completed {
+	if r == nil || r.State != Completed {
 		return nil
 	}
 	return stampedKey(r.CompletedAt, r.ID)

@@ -117,12 +117,7 @@ func checkSize(tx *bolt.Tx, path string) error {
 func checkLayout(tx *bolt.Tx, path string) (fresh bool, err error) {
 	meta := tx.Bucket([]byte(bucketMeta))
 	if meta == nil {
-		var foreign string
-		_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			foreign = string(name)
-			return errNoChange
-		})
-		if foreign != "" {
+		if foreign, _ := tx.Cursor().First(); foreign != nil {
 			return false, fmt.Errorf("cursor: %s is not a bridge store: it holds a bucket %q the bridge never creates", path, foreign)
 		}
 		return true, nil

@@ -192,14 +192,15 @@ func (db *DB) replayed(tx *bolt.Tx, rec idemRecord) Registration {
 // mutate is every explicit write to one registration: in one transaction it
 // loads id, folds the registration's acknowledged progress in (so that
 // progress can never land after, and over, this write), lets change edit it,
-// and stores it when anything changed.
-func (db *DB) mutate(ctx context.Context, id string, change func(r *Registration, now time.Time) (bool, error)) (Registration, error) {
+// and stores it when anything changed. Without full, the Config is neither
+// decoded nor passed to change, and the Registration returned lacks it.
+func (db *DB) mutate(ctx context.Context, id string, full bool, change func(r *Registration, now time.Time) (bool, error)) (Registration, error) {
 	if err := checkID(id); err != nil {
 		return Registration{}, err
 	}
 	var out Registration
 	err := db.update(ctx, func(t *wtx) error {
-		old, ok, err := getRow(t.Tx, id)
+		old, ok, err := readRow(t.Tx, id, full)
 		if err != nil {
 			return err
 		}
@@ -239,7 +240,7 @@ func (db *DB) mutate(ctx context.Context, id string, change func(r *Registration
 // delivered, which a new URL does not undo. c.Namespace may be empty (kept)
 // but not another namespace.
 func (db *DB) Replace(ctx context.Context, c Config, at time.Time) (Registration, error) {
-	return db.mutate(ctx, c.ID, func(r *Registration, now time.Time) (bool, error) {
+	return db.mutate(ctx, c.ID, true, func(r *Registration, now time.Time) (bool, error) {
 		if c.Namespace != "" && c.Namespace != r.Namespace {
 			return false, fmt.Errorf("cursor: replace %q: cannot move it from namespace %q to %q",
 				r.ID, r.Namespace, c.Namespace)
@@ -260,7 +261,7 @@ func (db *DB) Replace(ctx context.Context, c Config, at time.Time) (Registration
 // zero). A parked or completed registration records the failure but is not
 // scheduled.
 func (db *DB) Retry(ctx context.Context, id string, next time.Time, lastErr string) error {
-	_, err := db.mutate(ctx, id, func(r *Registration, now time.Time) (bool, error) {
+	_, err := db.mutate(ctx, id, false, func(r *Registration, now time.Time) (bool, error) {
 		r.Attempts++
 		r.LastError = clip(lastErr)
 		if r.State == Active {
@@ -275,7 +276,7 @@ func (db *DB) Retry(ctx context.Context, id string, next time.Time, lastErr stri
 // stopped it, so Attempts reads as the failures a receiver has had. A
 // completed registration is left as it is.
 func (db *DB) Park(ctx context.Context, id string, lastErr string) error {
-	_, err := db.mutate(ctx, id, func(r *Registration, _ time.Time) (bool, error) {
+	_, err := db.mutate(ctx, id, false, func(r *Registration, _ time.Time) (bool, error) {
 		if r.State == Completed {
 			return false, nil
 		}
@@ -293,7 +294,7 @@ func (db *DB) Park(ctx context.Context, id string, lastErr string) error {
 // changes nothing, when the registration was not parked.
 func (db *DB) Unpark(ctx context.Context, id string, at time.Time) (bool, error) {
 	unparked := false
-	_, err := db.mutate(ctx, id, func(r *Registration, now time.Time) (bool, error) {
+	_, err := db.mutate(ctx, id, false, func(r *Registration, now time.Time) (bool, error) {
 		unparked = r.State == Parked
 		if !unparked {
 			return false, nil
@@ -314,7 +315,7 @@ func (db *DB) Unpark(ctx context.Context, id string, at time.Time) (bool, error)
 // acknowledged before the Rewind is folded first, so it cannot move the
 // cursor afterwards.
 func (db *DB) Rewind(ctx context.Context, id string, seq uint64, at time.Time) (Registration, error) {
-	return db.mutate(ctx, id, func(r *Registration, now time.Time) (bool, error) {
+	return db.mutate(ctx, id, true, func(r *Registration, now time.Time) (bool, error) {
 		r.NextSeq = seq
 		r.Attempts = 0
 		if r.State == Active {
@@ -334,7 +335,7 @@ func (db *DB) Delete(ctx context.Context, id string) error {
 	}
 	return db.update(ctx, func(t *wtx) error {
 		t.claim(id)
-		old, ok, err := getRow(t.Tx, id)
+		old, ok, err := getRowState(t.Tx, id)
 		if err != nil {
 			// An unreadable row can still be removed; its stale index
 			// entries point at nothing and are skipped or purged.
@@ -348,8 +349,9 @@ func (db *DB) Delete(ctx context.Context, id string) error {
 }
 
 // Advance records acknowledged progress in memory and returns; Flush makes
-// it durable. Get, List and Due see it at once. See Progress for what each
-// field does and progress.apply for how it lands.
+// it durable. Get and List see it at once, and so does Due, except that a
+// row the progress wakes from idle is found once it is flushed. See
+// Progress for what each field does and progress.apply for how it lands.
 func (db *DB) Advance(ctx context.Context, id string, p Progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -394,7 +396,7 @@ func (db *DB) Flush(ctx context.Context) error {
 		wrote := false
 		for _, id := range slices.Sorted(maps.Keys(all)) {
 			p := all[id]
-			old, ok, err := getRow(t.Tx, id)
+			old, ok, err := getRowState(t.Tx, id)
 			if err != nil {
 				unreadable = append(unreadable, err)
 				continue

@@ -26,9 +26,10 @@ func (db *DB) Purge(ctx context.Context, p RetentionPolicy) (PurgeReport, error)
 	if p.CompletedMaxAge < 0 {
 		return PurgeReport{}, fmt.Errorf("cursor: purge: completed age %v is negative", p.CompletedMaxAge)
 	}
-	cut := purgeCut{regs: stamp(db.now().Add(-p.CompletedMaxAge)), keys: noKeys}
+	now := db.now()
+	cut := purgeCut{regs: stamp(now.Add(-p.CompletedMaxAge)), keys: noKeys}
 	if age := p.EffectiveIdempotencyKeyMaxAge(); age != nil {
-		cut.keys = stamp(db.now().Add(-*age))
+		cut.keys = stamp(now.Add(-*age))
 	}
 	size := p.EffectiveBatchSize()
 	var rep PurgeReport
@@ -65,19 +66,19 @@ type purgeCut struct{ regs, keys uint64 }
 func (db *DB) purgeBatch(ctx context.Context, cut purgeCut, size int) (regs, keys int, err error) {
 	err = db.update(ctx, func(t *wtx) error {
 		regs, keys = 0, 0
-		ids := eligible(t.Bucket([]byte(bucketCompleted)).Cursor(), cut.regs, size)
-		for _, k := range ids {
-			if err := purgeRow(t.Tx, k); err != nil {
+		done := eligible(t.Bucket([]byte(bucketCompleted)).Cursor(), cut.regs, size)
+		for _, e := range done {
+			if err := purgeRow(t.Tx, e); err != nil {
 				return err
 			}
 		}
-		idem := eligible(t.Bucket([]byte(bucketIdemByAge)).Cursor(), cut.keys, size-len(ids))
-		for _, k := range idem {
-			if err := purgeKey(t.Tx, k); err != nil {
+		idem := eligible(t.Bucket([]byte(bucketIdemByAge)).Cursor(), cut.keys, size-len(done))
+		for _, e := range idem {
+			if err := purgeKey(t.Tx, e.key); err != nil {
 				return err
 			}
 		}
-		regs, keys = len(ids), len(idem)
+		regs, keys = len(done), len(idem)
 		if regs+keys == 0 {
 			return errNoChange
 		}
@@ -86,28 +87,30 @@ func (db *DB) purgeBatch(ctx context.Context, cut purgeCut, size int) (regs, key
 	return regs, keys, err
 }
 
-// eligible returns up to n keys of a stamp-ordered index below cut.
-func eligible(c *bolt.Cursor, cut uint64, n int) [][]byte {
-	var out [][]byte
-	for k, _ := c.First(); k != nil && len(out) < n && stampAt(k) < cut; k, _ = c.Next() {
-		out = append(out, bytes.Clone(k))
+// entry is one index entry, copied out of the transaction's pages.
+type entry struct{ key, val []byte }
+
+// eligible returns up to n entries of a stamp-ordered index below cut.
+func eligible(c *bolt.Cursor, cut uint64, n int) []entry {
+	var out []entry
+	for k, v := c.First(); k != nil && len(out) < n && stampAt(k) < cut; k, v = c.Next() {
+		out = append(out, entry{bytes.Clone(k), bytes.Clone(v)})
 	}
 	return out
 }
 
-// purgeRow deletes the completed registration behind completed-index key k.
-// The row is checked again: only a completed row with that completion time
-// goes; an entry pointing at nothing is dropped.
-func purgeRow(tx *bolt.Tx, k []byte) error {
-	id := string(k[stampLen:])
-	r, ok, err := getRow(tx, id)
-	if err != nil {
-		return err
+// purgeRow deletes the completed registration behind completed-index entry
+// e. The index holds exactly the completed rows (see layout.go) and names
+// each row's namespace, so the row is deleted without being decoded.
+func purgeRow(tx *bolt.Tx, e entry) error {
+	id := e.key[stampLen:]
+	if err := tx.Bucket([]byte(bucketRegistrations)).Delete(id); err != nil {
+		return fmt.Errorf("cursor: purge registration %q: %w", id, err)
 	}
-	if ok && r.State == Completed && bytes.Equal(completedKey(&r.Registration), k) {
-		return deleteRow(tx, &r)
+	if err := tx.Bucket([]byte(bucketCompleted)).Delete(e.key); err != nil {
+		return fmt.Errorf("cursor: purge registration %q: %w", id, err)
 	}
-	return tx.Bucket([]byte(bucketCompleted)).Delete(k)
+	return addCount(tx, string(e.val), Completed, -1)
 }
 
 // purgeKey deletes the idempotency key behind idem-by-age key k.

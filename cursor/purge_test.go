@@ -12,12 +12,14 @@ import (
 	"github.com/jetstream-bridge/bridge/cursor"
 )
 
-// completedRows builds n completed registrations, completed at when.
+// completedRows builds n small completed registrations, completed at when.
 func completedRows(prefix string, n int, when time.Time) []cursor.Registration {
 	rows := make([]cursor.Registration, n)
 	for i := range rows {
-		rows[i] = reg(fmt.Sprintf("%s-%06d", prefix, i), "a2a")
-		rows[i].State, rows[i].CompletedAt, rows[i].CreatedAt = cursor.Completed, when, when
+		rows[i] = cursor.Registration{
+			Config: cursor.Config{ID: fmt.Sprintf("%s-%06d", prefix, i), Namespace: "a2a"},
+			State:  cursor.Completed, CompletedAt: when, CreatedAt: when,
+		}
 	}
 	return rows
 }
@@ -237,6 +239,7 @@ func TestFlushesInterleaveWithALongPurge(t *testing.T) {
 	if err != nil || rep != (cursor.PurgeReport{RegistrationsDeleted: 100_000, Batches: 100, Complete: true}) {
 		t.Fatalf("purge = %+v, %v", rep, err)
 	}
+	t.Logf("%d flushes landed during the purge", during.Load())
 	if n := during.Load(); n < 10 {
 		t.Fatalf("%d flushes landed during a 100-batch purge; flushes are waiting for the whole purge", n)
 	}

@@ -66,7 +66,7 @@ func (db *DB) List(ctx context.Context, opt ListOptions) ([]Registration, string
 			k, v = c.Next()
 		}
 		for ; k != nil; k, v = c.Next() {
-			stored, err := decodeRow(k, v)
+			stored, err := decodeRow(k, v, true)
 			if err != nil {
 				return err
 			}
@@ -169,7 +169,7 @@ func (db *DB) Counts(ctx context.Context) (map[string]map[State]int, error) {
 			}
 		}
 		for id, p := range db.wb.completing(tx.ID()) {
-			r, ok, err := getRow(tx, id)
+			r, ok, err := getRowState(tx, id)
 			if err != nil || !ok || r.inc != p.inc || r.State == Completed {
 				continue
 			}

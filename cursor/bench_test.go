@@ -1,0 +1,117 @@
+package cursor_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+)
+
+// BenchmarkDue100kRegistrations10Due: a sweep over 100,000 registrations,
+// half idle and half scheduled for later, of which 10 are due. The due
+// index makes it cost the 10 rows, not the 100,000: compare
+// BenchmarkDue1kRegistrations10Due.
+func BenchmarkDue100kRegistrations10Due(b *testing.B) { benchDue(b, 100_000) }
+
+// BenchmarkDue1kRegistrations10Due is the same sweep over 1,000
+// registrations.
+func BenchmarkDue1kRegistrations10Due(b *testing.B) { benchDue(b, 1_000) }
+
+func benchDue(b *testing.B, total int) {
+	db, _ := open(b, cursor.WithClock(newClock().Now))
+	rows := make([]cursor.Registration, total)
+	for i := range rows {
+		r := reg(fmt.Sprintf("r%06d", i), "outbox")
+		r.State = cursor.Active
+		switch {
+		case i%(total/10) == 0:
+			r.NextAttemptAt = t0.Add(-time.Second)
+		case i%2 == 0:
+			r.NextAttemptAt = t0.Add(time.Hour)
+		}
+		rows[i] = r
+	}
+	if err := db.InsertForTest(rows); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		d, err := db.Due(ctx, t0, 100, "outbox")
+		if err != nil || len(d.Rows) != 10 {
+			b.Fatalf("Due = %d rows, %v", len(d.Rows), err)
+		}
+	}
+}
+
+// BenchmarkFlush1000Cursors: one Flush committing the acknowledged progress
+// of 1,000 registrations in one transaction (one fsync).
+func BenchmarkFlush1000Cursors(b *testing.B) {
+	db, _ := open(b)
+	ids := make([]string, 1000)
+	rows := make([]cursor.Registration, len(ids))
+	for i := range rows {
+		ids[i] = fmt.Sprintf("r%04d", i)
+		rows[i] = reg(ids[i], "outbox")
+		rows[i].State = cursor.Active
+	}
+	if err := db.InsertForTest(rows); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	seq := uint64(0)
+	for b.Loop() {
+		b.StopTimer()
+		seq++
+		for _, id := range ids {
+			if err := db.Advance(ctx, id, cursor.Progress{NextSeq: seq, Delivered: 1}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if err := db.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "cursors/s")
+}
+
+// BenchmarkAdvance: the in-memory part of an acknowledgement, which is all
+// the delivery path waits for.
+func BenchmarkAdvance(b *testing.B) {
+	db, _ := open(b)
+	ids := make([]string, 64)
+	rows := make([]cursor.Registration, len(ids))
+	for i := range rows {
+		ids[i] = fmt.Sprintf("r%02d", i)
+		rows[i] = reg(ids[i], "outbox")
+		rows[i].State = cursor.Active
+	}
+	if err := db.InsertForTest(rows); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		seq := uint64(0)
+		for b.Loop() {
+			seq++
+			if err := db.Advance(ctx, ids[seq%64], cursor.Progress{NextSeq: seq, Delivered: 1}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		var next atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				seq := next.Add(1)
+				if err := db.Advance(ctx, ids[seq%64], cursor.Progress{NextSeq: seq, Delivered: 1}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
