@@ -127,6 +127,7 @@ func TestCreateRefusesInvalid(t *testing.T) {
 		{"wrong nested type", `{` + ok + `,"batch":{"maxEvents":"10"}}`, 400, "invalid_argument", []string{"batch.maxEvents must be an integer"}},
 		{"trailing data", `{` + ok + `} {}`, 400, "invalid_argument", []string{"after the JSON object"}},
 		{"bad id", `{` + ok + `,"id":"a b"}`, 400, "invalid_argument", []string{"id", "letters, digits"}},
+		{"dot id", `{` + ok + `,"id":".."}`, 400, "invalid_argument", []string{"path segment"}},
 		{"long id", `{` + ok + `,"id":"` + strings.Repeat("x", 129) + `"}`, 400, "invalid_argument", []string{"at most 128"}},
 		{"no namespace", `{"subject":"journal.x","url":"https://a.example/"}`, 400, "invalid_argument", []string{"namespace is required"}},
 		{"bad namespace", `{"namespace":"inbox","subject":"journal.x","url":"https://a.example/"}`, 400, "invalid_argument", []string{"namespace", "inbox"}},

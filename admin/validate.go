@@ -101,9 +101,14 @@ func (s *server) validConfig(ctx context.Context, req *registrationRequest) (cur
 	return c, nil
 }
 
+// validID accepts [A-Za-z0-9._-]{0,128} (empty: generated later), except
+// "." and "..", which no URL path can carry as a segment.
 func validID(id string) error {
-	if len(id) > maxIDLen {
+	switch {
+	case len(id) > maxIDLen:
 		return invalid("id must be at most %d characters, not %d", maxIDLen, len(id))
+	case id == "." || id == "..":
+		return invalid("id must not be %q: it cannot be a URL path segment", id)
 	}
 	for i := 0; i < len(id); i++ {
 		if !isIDByte(id[i]) {
