@@ -182,22 +182,22 @@ func structuredFormat(f string) (bool, error) {
 // message to wrap. A CloudEvents content type wins over ce- headers, as in
 // the HTTP binding, where the content type decides the mode.
 func (p *Projection) event(t projection.Target, r *projection.Record) (*event.Event, error) {
-	h := natsHeader(r.Header)
-	if ct := h.first("Content-Type"); isEventFormat(ct) {
-		return decodeStructured(ct, r.Data)
+	f := readFacts(r.Header)
+	if isEventFormat(f.contentType) {
+		return decodeStructured(f.contentType, r.Data)
 	}
-	if h.values("ce-specversion") != nil {
-		return decodeBinary(h, r.Data)
+	if f.binaryEvent {
+		return decodeBinary(r.Header, f.contentType, r.Data)
 	}
-	return p.wrap(t, r, h)
+	return p.wrap(t, r, f)
 }
 
 // wrap builds the event for a message that is not a CloudEvent yet.
-func (p *Projection) wrap(t projection.Target, r *projection.Record, h natsHeader) (*event.Event, error) {
+func (p *Projection) wrap(t projection.Target, r *projection.Record, f facts) (*event.Event, error) {
 	if p.sourceErr != nil {
 		return nil, p.sourceErr
 	}
-	id := h.first("Nats-Msg-Id")
+	id := f.msgID
 	if id == "" {
 		stream := r.Stream
 		if stream == "" {
@@ -205,11 +205,11 @@ func (p *Projection) wrap(t projection.Target, r *projection.Record, h natsHeade
 		}
 		id = stream + "-" + strconv.FormatUint(r.Seq, 10)
 	}
-	typ := h.first("ce-type")
+	typ := f.ceType
 	if typ == "" {
 		typ = p.typ
 	}
-	ct := h.first("Content-Type")
+	ct := f.contentType
 	if ct == "" {
 		ct = t.DataContentType
 	}

@@ -95,6 +95,16 @@ func TestBinaryDefaults(t *testing.T) {
 			want:   map[string]string{"Content-Type": "application/xml"},
 		},
 		{
+			name:   "canonical spelling wins",
+			header: map[string][]string{"content-type": {"text/plain"}, "Content-Type": {"application/xml"}, "CONTENT-TYPE": {"text/csv"}},
+			want:   map[string]string{"Content-Type": "application/xml"},
+		},
+		{
+			name:   "else the alphabetically first spelling",
+			header: map[string][]string{"content-type": {"text/plain"}, "CONTENT-TYPE": {"text/csv"}},
+			want:   map[string]string{"Content-Type": "text/csv"},
+		},
+		{
 			name:   "ce-type header in any case",
 			header: map[string][]string{"CE-TYPE": {"com.example.order.created"}},
 			want:   map[string]string{"Ce-Type": "com.example.order.created", "Ce-Id": "JOURNAL-9"},

@@ -36,7 +36,7 @@ func decodeStructured(contentType string, data []byte) (*event.Event, error) {
 // binding encodes them. The event is then decoded by the SDK's HTTP binding,
 // which the NATS binding mirrors except that datacontenttype travels as
 // ce-datacontenttype (a NATS Content-Type header is honoured as well).
-func decodeBinary(h natsHeader, data []byte) (*event.Event, error) {
+func decodeBinary(h map[string][]string, contentType string, data []byte) (*event.Event, error) {
 	hh := make(http.Header, len(h)+1)
 	for k, vs := range h {
 		if len(k) < 3 || !strings.EqualFold(k[:3], "ce-") {
@@ -55,8 +55,8 @@ func decodeBinary(h natsHeader, data []byte) (*event.Event, error) {
 		}
 	}
 	if _, ok := hh["Content-Type"]; !ok {
-		if ct := h.first("Content-Type"); ct != "" {
-			hh["Content-Type"] = []string{ct}
+		if contentType != "" {
+			hh["Content-Type"] = []string{contentType}
 		}
 	}
 	if err := checkSingleValues(hh); err != nil {

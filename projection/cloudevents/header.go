@@ -2,30 +2,42 @@ package cloudevents
 
 import "strings"
 
-// natsHeader is a record's header with the case-insensitive lookups the
-// CloudEvents rules need: nats.go keeps keys exactly as published.
-type natsHeader map[string][]string
-
-// values returns the values of name, matched case-insensitively; the exact
-// spelling wins when several spellings are present.
-func (h natsHeader) values(name string) []string {
-	if vs, ok := h[name]; ok {
-		return vs
-	}
-	for k, vs := range h {
-		if strings.EqualFold(k, name) {
-			return vs
-		}
-	}
-	return nil
+// facts are the few NATS headers the CloudEvents rules look at. nats.go
+// keeps keys as published, so names are matched case-insensitively, in one
+// pass over the header; when a name is spelled several ways, the canonical
+// spelling wins, then the alphabetically first, so the choice is stable.
+type facts struct {
+	contentType string // Content-Type
+	msgID       string // Nats-Msg-Id
+	ceType      string // ce-type
+	binaryEvent bool   // a ce-specversion header is present
 }
 
-// first returns the first value of name, or "".
-func (h natsHeader) first(name string) string {
-	if vs := h.values(name); len(vs) > 0 {
-		return vs[0]
+func readFacts(h map[string][]string) facts {
+	var f facts
+	var keys [3]string // the key each value above was taken from
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		switch {
+		case strings.EqualFold(k, "Content-Type"):
+			pick(&f.contentType, &keys[0], "Content-Type", k, vs[0])
+		case strings.EqualFold(k, "Nats-Msg-Id"):
+			pick(&f.msgID, &keys[1], "Nats-Msg-Id", k, vs[0])
+		case strings.EqualFold(k, "ce-type"):
+			pick(&f.ceType, &keys[2], "Ce-Type", k, vs[0])
+		case strings.EqualFold(k, "ce-specversion"):
+			f.binaryEvent = true
+		}
 	}
-	return ""
+	return f
+}
+
+func pick(dst, from *string, canonical, key, value string) {
+	if *from == "" || key == canonical || (*from != canonical && key < *from) {
+		*dst, *from = value, key
+	}
 }
 
 const upperHex = "0123456789ABCDEF"
