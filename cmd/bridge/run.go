@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 )
 
 // runConfig is every flag of `bridge run`.
@@ -117,6 +118,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log, err := newLogger(c.logFormat, stderr)
+	if err == nil {
+		err = c.validate()
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge run:", err)
 		return 2
@@ -169,4 +173,27 @@ func signalContext(parent context.Context, log *slog.Logger) (context.Context, f
 		close(sigs)
 		cancel()
 	}
+}
+
+// validate refuses flag values that could only fail later, per message or
+// per registration, before anything is started.
+func (c *runConfig) validate() error {
+	if c.ceSource != "" {
+		if err := cloudevents.CheckSource(c.ceSource); err != nil {
+			return fmt.Errorf("--ce-source: %w", err)
+		}
+	}
+	if c.maxInFlight <= 0 {
+		return fmt.Errorf("--max-in-flight must be at least 1, got %d: zero would contact no receiver while reporting a quiet plane", c.maxInFlight)
+	}
+	if c.maxAttempts <= 0 {
+		return fmt.Errorf("--max-attempts must be at least 1, got %d", c.maxAttempts)
+	}
+	if c.requestTimeout <= 0 {
+		return fmt.Errorf("--request-timeout must be positive, got %v", c.requestTimeout)
+	}
+	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
+		return fmt.Errorf("--stream %q is not a valid stream name", c.stream)
+	}
+	return nil
 }
