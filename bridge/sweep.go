@@ -211,7 +211,7 @@ func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, 
 	if !w.due(reg, at) {
 		return progress{}, false, nil
 	}
-	p, more, err := w.turn(ctx, reg, at)
+	p, more, err := w.serveTurn(ctx, reg, at)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.sched.later(id)

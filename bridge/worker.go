@@ -159,71 +159,117 @@ type failure struct {
 	status     int
 }
 
-// turn drains one page of one registration's backlog, as far as its
-// receiver allows. attempts starts at the row's count and drops to zero
-// after any acknowledgement, so the retry ceiling counts only consecutive
-// failures.
-func (w *Worker) turn(ctx context.Context, reg cursor.Registration, at time.Time) (progress, bool, error) {
-	var p progress
+// turn is one registration's turn in progress. attempts starts at the
+// row's count and drops to zero after any acknowledgement, so the retry
+// ceiling counts only consecutive failures.
+type turn struct {
+	reg      cursor.Registration
+	at       time.Time
+	next     uint64
+	attempts uint32
+	p        progress
+}
+
+// serveTurn drains one page of one registration's backlog, as far as its
+// receiver allows, and reports whether more is waiting.
+func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time.Time) (progress, bool, error) {
+	t := &turn{reg: reg, at: at, next: reg.NextSeq, attempts: reg.Attempts}
 	page, err := w.journal.Read(ctx, reg.Subject, reg.NextSeq, DrainPage)
 	if err != nil {
-		return p, false, fmt.Errorf("read journal for %s at %d: %w", reg.ID, reg.NextSeq, err)
+		return t.p, false, fmt.Errorf("read journal for %s at %d: %w", reg.ID, reg.NextSeq, err)
 	}
-	next := reg.NextSeq
-	if page.Skipped > 0 && page.From > next {
-		// The stream removed these before delivery (limits, purge); waiting
-		// for them would stall the registration forever.
-		p.skipped = int(page.Skipped)
-		next = page.From
-		w.log.Warn("journal messages removed by the stream before delivery; skipping them",
-			"registration", reg.ID, "from", reg.NextSeq, "to", page.From, "skipped", page.Skipped)
-		w.metrics.skipped(w.ns, page.Skipped)
-		if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: next}); err != nil {
-			return p, false, err
-		}
+	if err := w.skip(ctx, t, &page); err != nil {
+		return t.p, false, err
 	}
-	attempts := reg.Attempts
-	target := projection.Target{ID: reg.ID, TaskID: reg.TaskID, Format: reg.Format, DataContentType: reg.DataContentType}
-	for i := range page.Records {
-		rec := &page.Records[i]
-		res, err := w.proj.Project(target, rec)
-		if err != nil {
-			// The cursor stays on this message so nothing after it
-			// overtakes it; an operator rewinds past it and unparks.
-			reason := fmt.Sprintf("journal message %d cannot be projected: %v", rec.Seq, err)
-			return p, false, w.park(ctx, reg, attempts, failure{err: reason, permanent: true}, &p)
-		}
-		if f := w.deliver(ctx, reg, rec, res.Messages, &p); f != nil {
-			if ctx.Err() != nil {
-				// Shutdown abandoned the POST: not the receiver's failure,
-				// and the unacknowledged message is sent again on restart.
-				return p, false, ctx.Err()
-			}
-			return p, false, w.fail(ctx, reg, at, attempts, *f, &p)
-		}
-		attempts = 0
-		next = rec.Seq + 1
-		p.records++
-		if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: next, Delivered: uint64(len(res.Messages)), Complete: res.Terminal}); err != nil {
-			return p, false, err
-		}
-		if res.Terminal {
-			p.completed++
-			w.log.Info("registration completed: terminal message acknowledged", "registration", reg.ID, "seq", rec.Seq)
-			return p, false, nil
-		}
+	var stop bool
+	if b, ok := w.proj.(projection.Batcher); ok && reg.Batch != nil {
+		stop, err = w.drainBatches(ctx, t, &page, b)
+	} else {
+		stop, err = w.drain(ctx, t, &page)
+	}
+	if stop || err != nil {
+		return t.p, false, err
 	}
 	idle := page.CaughtUp
 	if idle {
 		// Every matching message below page.Next was in this page, so a
 		// quiet filter's cursor follows the head instead of falling behind
 		// it; a later gap is then never mistaken for removed messages.
-		next = max(next, page.Next)
+		t.next = max(t.next, page.Next)
 	}
-	if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: next, Idle: idle}); err != nil {
-		return p, false, err
+	if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: t.next, Idle: idle}); err != nil {
+		return t.p, false, err
 	}
-	return p, !idle, nil
+	return t.p, !idle, nil
+}
+
+// skip moves the cursor past messages the stream removed (limits, purge)
+// before they were delivered: waiting for them would stall forever.
+func (w *Worker) skip(ctx context.Context, t *turn, page *journal.Page) error {
+	if page.Skipped == 0 || page.From <= t.next {
+		return nil
+	}
+	t.p.skipped = int(page.Skipped)
+	w.log.Warn("journal messages removed by the stream before delivery; skipping them",
+		"registration", t.reg.ID, "from", t.next, "to", page.From, "skipped", page.Skipped)
+	w.metrics.skipped(w.ns, page.Skipped)
+	t.next = page.From
+	return w.store.Advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next})
+}
+
+func (w *Worker) target(reg cursor.Registration) projection.Target {
+	return projection.Target{ID: reg.ID, TaskID: reg.TaskID, Format: reg.Format, DataContentType: reg.DataContentType}
+}
+
+// drain delivers the page one record at a time; stop reports that the
+// turn ended early (a failure, parking or completion).
+func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop bool, err error) {
+	target := w.target(t.reg)
+	for i := range page.Records {
+		rec := &page.Records[i]
+		res, err := w.proj.Project(target, rec)
+		if err != nil {
+			return true, w.unprojectable(ctx, t, rec.Seq, err)
+		}
+		if f := w.deliver(ctx, t.reg, rec, res.Messages, &t.p); f != nil {
+			return true, w.failed(ctx, t, *f)
+		}
+		if err := w.acknowledged(ctx, t, rec.Seq, 1, len(res.Messages), res.Terminal); err != nil {
+			return true, err
+		}
+		if res.Terminal {
+			t.p.completed++
+			w.log.Info("registration completed: terminal message acknowledged", "registration", t.reg.ID, "seq", rec.Seq)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// acknowledged records that everything up to lastSeq was answered 2xx.
+func (w *Worker) acknowledged(ctx context.Context, t *turn, lastSeq uint64, records, posts int, complete bool) error {
+	t.attempts = 0
+	t.next = lastSeq + 1
+	t.p.records += records
+	return w.store.Advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete})
+}
+
+// unprojectable parks on a message that can never be projected. The
+// cursor stays on it so nothing after it overtakes it; an operator rewinds
+// past it and unparks.
+func (w *Worker) unprojectable(ctx context.Context, t *turn, seq uint64, err error) error {
+	reason := fmt.Sprintf("journal message %d cannot be projected: %v", seq, err)
+	return w.park(ctx, t.reg, t.attempts, failure{err: reason, permanent: true}, &t.p)
+}
+
+// failed handles a POST that was not acknowledged.
+func (w *Worker) failed(ctx context.Context, t *turn, f failure) error {
+	if ctx.Err() != nil {
+		// Shutdown abandoned the POST: not the receiver's failure, and the
+		// unacknowledged message is sent again on restart.
+		return ctx.Err()
+	}
+	return w.fail(ctx, t.reg, t.at, t.attempts, f, &t.p)
 }
 
 // deliver POSTs the messages of one record in order and stops at the first

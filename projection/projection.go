@@ -86,3 +86,14 @@ type Projection interface {
 	Namespace() Namespace
 	Project(t Target, r *Record) (Result, error)
 }
+
+// Batcher is implemented by projections that can carry the messages of
+// several consecutive records in one request. The worker projects each
+// record with Target.Format "structured", then asks the Batcher to join
+// them; the cursor moves past the whole batch only on a 2xx.
+type Batcher interface {
+	// Batch joins msgs, in order, into one request. Its ID must depend
+	// only on the messages joined, so a retry of the same batch carries
+	// the same id.
+	Batch(msgs []Message) (Message, error)
+}
