@@ -38,7 +38,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
 }
 
 func decodeStrict(data []byte, v any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
+	if len(bytes.Trim(data, jsonSpace)) == 0 {
 		return invalid("request body is empty; expected a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -46,7 +46,7 @@ func decodeStrict(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) != 0 {
+	if len(bytes.Trim(data[dec.InputOffset():], jsonSpace)) != 0 {
 		return invalid("request body has data after the JSON object")
 	}
 	return nil
@@ -114,3 +114,7 @@ func canonicalHash(data []byte) ([]byte, error) {
 	sum := sha256.Sum256(canon)
 	return sum[:], nil
 }
+
+// jsonSpace is the only whitespace JSON allows around a value; other
+// Unicode spaces after the object are trailing data.
+const jsonSpace = " \t\r\n"

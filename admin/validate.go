@@ -271,7 +271,7 @@ func validFilter(f string) error {
 		case strings.ContainsAny(tok, "*>"):
 			return invalid("subject %q may use '*' and '>' only as whole tokens", f)
 		case strings.ContainsFunc(tok, isSpaceOrControl):
-			return invalid("subject %q must not contain whitespace", f)
+			return invalid("subject %q must not contain whitespace or control characters", f)
 		}
 	}
 	return nil

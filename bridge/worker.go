@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -258,7 +259,10 @@ func (w *Worker) acknowledged(ctx context.Context, t *turn, lastSeq uint64, reco
 // cursor stays on it so nothing after it overtakes it; an operator rewinds
 // past it and unparks.
 func (w *Worker) unprojectable(ctx context.Context, t *turn, seq uint64, err error) error {
-	reason := fmt.Sprintf("journal message %d cannot be projected: %v", seq, err)
+	reason := err.Error()
+	if !strings.Contains(reason, fmt.Sprintf("journal message %d", seq)) {
+		reason = fmt.Sprintf("journal message %d cannot be projected: %v", seq, err)
+	}
 	return w.park(ctx, t.reg, t.attempts, failure{err: reason, permanent: true}, &t.p)
 }
 
