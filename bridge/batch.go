@@ -81,6 +81,9 @@ func (w *Worker) drainBatches(ctx context.Context, t *turn, page *journal.Page, 
 	target := w.target(t.reg)
 	target.Format = "structured"
 	for i := range page.Records {
+		if w.stopping.Load() {
+			return true, nil
+		}
 		rec := &page.Records[i]
 		res, err := w.proj.Project(target, rec)
 		if err != nil {

@@ -19,6 +19,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	turnCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
+		w.stopping.Store(true)
 		time.AfterFunc(ShutdownGrace, cancel)
 	})
 	defer stop()

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -72,6 +73,10 @@ type Worker struct {
 
 	sched *scheduler
 	gone  func(id string)
+	// stopping is set when Run's context ends: turns stop at the next
+	// message boundary, so a clean stop waits for the POSTs in flight and
+	// not for whole pages of backlog.
+	stopping atomic.Bool
 }
 
 // Option configures a Worker.
@@ -227,6 +232,9 @@ func (w *Worker) target(reg cursor.Registration) projection.Target {
 func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop bool, err error) {
 	target := w.target(t.reg)
 	for i := range page.Records {
+		if w.stopping.Load() {
+			return true, nil
+		}
 		rec := &page.Records[i]
 		res, err := w.proj.Project(target, rec)
 		if err != nil {
