@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The benchmark's figures are only as good as its instruments; these tests
+// hold the instruments to what they claim, against the real kernel and a
+// real loopback server. The scenarios themselves run through `make bench`.
+
+func TestProcReadsThisProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the bench reads /proc, which only Linux has")
+	}
+	pid := os.Getpid()
+	before, err := cpuTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Burn enough CPU to move utime by several ticks.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	after, err := cpuTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Fatalf("CPU time did not grow while spinning: %v → %v (%d loops)", before, after, x)
+	}
+	m, err := memoryOf(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.rss <= 0 || m.hwm < m.rss {
+		t.Fatalf("memory = %+v, want 0 < VmRSS ≤ VmHWM", m)
+	}
+}
+
+func TestParseStatCountsFromTheLastParenthesis(t *testing.T) {
+	// A command name with spaces and a parenthesis must not shift fields.
+	line := "4242 (we ird) (name) S 1 2 3 4 5 6 7 8 9 10 250 75 0 0 20 0 1 0"
+	got, err := parseStat([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3250 * time.Millisecond; got != want {
+		t.Fatalf("parseStat = %v, want %v (utime 250 + stime 75 ticks)", got, want)
+	}
+	if _, err := parseStat([]byte("4242 (short) S 1 2")); err == nil {
+		t.Fatal("a truncated stat line was accepted")
+	}
+}
+
+func TestParseStatusNeedsBothFigures(t *testing.T) {
+	m, err := parseStatus([]byte("Name:\tbridge\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n"))
+	if err != nil || m.rss != 1<<20 || m.hwm != 2<<20 {
+		t.Fatalf("parseStatus = %+v, %v", m, err)
+	}
+	if _, err := parseStatus([]byte("VmRSS:\t1024 kB\n")); err == nil {
+		t.Fatal("status without VmHWM was accepted")
+	}
+}
+
+// TestSinkRecordsFirstArrivals drives the sink over loopback the way the
+// bridge and the baselines do: single events by webhook-id, a CloudEvents
+// batch, a repeat, a stray, and a payload stamp.
+func TestSinkRecordsFirstArrivals(t *testing.T) {
+	s, err := newSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	post := func(path, contentType, webhookID string, body []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, s.url+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		if webhookID != "" {
+			req.Header.Set("Webhook-Id", webhookID)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("sink answered %d", resp.StatusCode)
+		}
+	}
+
+	r := newRun(2, 3, 10, true)
+	s.start(r)
+	sent := time.Now().Add(-5 * time.Millisecond)
+	stamp := []byte(strconv.FormatInt(sent.UnixNano(), 10) + " payload")
+	post("/r/0", "application/octet-stream", "BENCH_S1-10", stamp)
+	post("/r/0", "application/octet-stream", "BENCH_S1-10", stamp) // a repeat
+	post("/r/0", "application/octet-stream", "BENCH_S1-99", stamp) // outside the run
+	post("/r/1", "application/cloudevents-batch+json", "",
+		[]byte(`[{"id":"BENCH_S1-10"},{"id":"BENCH_S1-11"},{"id":"BENCH_S1-12"}]`))
+	post("/bare", "application/octet-stream", "", stamp)
+
+	if got := r.distinct.Load(); got != 4 {
+		t.Fatalf("distinct = %d, want 4", got)
+	}
+	if got := r.total.Load(); got != 6 {
+		t.Fatalf("total = %d, want 6 (repeat and stray included)", got)
+	}
+	if r.stray.Load() != 1 || r.batches.Load() != 1 || r.singles.Load() != 3 || s.bare.Load() != 1 {
+		t.Fatalf("stray %d batches %d singles %d bare %d, want 1 1 3 1",
+			r.stray.Load(), r.batches.Load(), r.singles.Load(), s.bare.Load())
+	}
+	if got := r.extras(); got != "1 repeats, 1 strays" {
+		t.Fatalf("extras = %q", got)
+	}
+	lat := r.latencies()
+	if len(lat) != 1 || lat[0] < 5*time.Millisecond || lat[0] > time.Minute {
+		t.Fatalf("latencies = %v, want one of at least 5 ms", lat)
+	}
+	select {
+	case <-r.done:
+		t.Fatal("run done with 4 of 6 deliveries")
+	default:
+	}
+	post("/r/0", "application/octet-stream", "BENCH_S1-11", stamp)
+	post("/r/0", "application/octet-stream", "BENCH_S1-12", stamp)
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("run not done with every delivery in")
+	}
+	if r.last.Load() == 0 {
+		t.Fatal("the last arrival was not recorded")
+	}
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[len(ds)-1-i] = time.Duration(i+1) * time.Millisecond
+	}
+	if p := percentile(ds, 50); p != 50*time.Millisecond {
+		t.Errorf("p50 = %v", p)
+	}
+	if p := percentile(ds, 99); p != 99*time.Millisecond {
+		t.Errorf("p99 = %v", p)
+	}
+	if p := percentile(ds[:1], 99); p != 100*time.Millisecond {
+		t.Errorf("p99 of one = %v", p)
+	}
+}
+
+func TestParseOnly(t *testing.T) {
+	set, err := parseOnly("s1, S3,memory")
+	if err != nil || !set["S1"] || !set["S3"] || !set["MEM"] || set["S2"] {
+		t.Fatalf("parseOnly = %v, %v", set, err)
+	}
+	if _, err := parseOnly("S9"); err == nil || !strings.Contains(err.Error(), "S9") {
+		t.Fatalf("unknown scenario: %v", err)
+	}
+	if all, _ := parseOnly(""); len(all) != len(scenarioNames) {
+		t.Fatalf("empty -only selects %v", all)
+	}
+}
+
+func TestCountGroupsThousands(t *testing.T) {
+	for n, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1000: "-1,000"} {
+		if got := count(n); got != want {
+			t.Errorf("count(%v) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,187 @@
+// Command bench measures what a user picks a webhook bridge for — how much
+// it delivers, how soon, and at what cost — each figure beside the raw
+// limit it sits on, measured in the same run on the same machine.
+//
+//	go run ./test/bench [-quick] [-only S1,S1b,S2,S3,S4,MEM] [-keep]
+//
+// It starts a nats-server with JetStream in this process, a loopback sink
+// (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
+// start and run as its own process so its CPU and memory can be read from
+// /proc. The baselines use the same server, the same sink and the same
+// bytes, without the bridge: a bare http.Client POST loop, and a bare
+// JetStream ordered consumer feeding one. Each baseline runs before and
+// after the bridge's figure (S3's once, after), and the ratio is taken
+// against the better run, so a machine busier during one of them cannot
+// flatter the bridge.
+//
+// Scenarios (full size; -quick is a tenth):
+//
+//	S1   drain: a backlog of 100,000 × 1 KiB, one registration from the first
+//	     message; against sequential bare POSTs of the same bytes.
+//	S1b  the same in CloudEvents batch mode (maxEvents 100), when the bridge
+//	     delivers batches.
+//	S2   fan-out: 1,000 registrations on one subject, 1,000 messages; against
+//	     bare POSTs from 16 goroutines; and journal reads per message.
+//	S3   idle scale: 100,000 registrations on distinct subjects, no traffic:
+//	     CPU and memory at rest, then one message's latency.
+//	S4   live latency: one registration, 1,000 messages/s for 10 s; against an
+//	     ordered consumer feeding sequential POSTs.
+//	MEM  peak memory draining a backlog of 1,000,000 × 1 KiB.
+//
+// Figures are what this machine did in this run; a shared or busy machine
+// moves them, which is why each comes with its baseline.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// sizes are a run's dimensions.
+type sizes struct {
+	s1Backlog  int           // S1/S1b backlog
+	s1Bare     int           // bare sequential POSTs
+	s2Regs     int           // S2 registrations
+	s2Msgs     int           // S2 messages
+	s2Bare     int           // bare concurrent POSTs
+	s3Regs     int           // S3 idle registrations
+	s3Warm     time.Duration // S3 least warm-up before the idle window
+	s3Settle   time.Duration // S3 longest wait for the bridge to settle
+	s3Idle     time.Duration // S3 idle window
+	s4Rate     int           // S4 messages per second
+	s4Dur      time.Duration // S4 duration of each phase
+	memBacklog int           // MEM backlog
+}
+
+var full = sizes{
+	s1Backlog: 100_000, s1Bare: 20_000,
+	s2Regs: 1_000, s2Msgs: 1_000, s2Bare: 200_000,
+	s3Regs: 100_000, s3Warm: 10 * time.Second, s3Settle: 2 * time.Minute, s3Idle: 20 * time.Second,
+	s4Rate: 1_000, s4Dur: 10 * time.Second,
+	memBacklog: 1_000_000,
+}
+
+// quick is a tenth of every count. The durations shrink less: an idle
+// window or a latency run much shorter than a few seconds measures little
+// but noise.
+var quick = sizes{
+	s1Backlog: 10_000, s1Bare: 10_000,
+	s2Regs: 1_000, s2Msgs: 100, s2Bare: 20_000,
+	s3Regs: 10_000, s3Warm: 3 * time.Second, s3Settle: 30 * time.Second, s3Idle: 5 * time.Second,
+	s4Rate: 1_000, s4Dur: 2 * time.Second,
+	memBacklog: 100_000,
+}
+
+// scenarioNames in the order they run.
+var scenarioNames = []string{"S1", "S1b", "S2", "S3", "S4", "MEM"}
+
+func main() {
+	os.Exit(benchMain())
+}
+
+func benchMain() int {
+	quickFlag := flag.Bool("quick", false, "run every scenario at a tenth of its size")
+	only := flag.String("only", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames, ",")+"); default all")
+	keep := flag.Bool("keep", false, "keep the work directory (bridge logs, stores) after the run")
+	flag.Parse()
+
+	selected, err := parseOnly(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	sz := full
+	if *quickFlag {
+		sz = quick
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, err := os.MkdirTemp("", "bridge-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if *keep {
+		defer fmt.Fprintln(os.Stderr, "work directory kept:", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	e, err := newEnv(ctx, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	defer e.close()
+
+	b := &bench{env: e, sz: sz}
+	var results []result
+	if selected["S1"] || selected["S1b"] {
+		results = append(results, b.drain(ctx, selected["S1"], selected["S1b"])...)
+	}
+	for _, sc := range []struct {
+		name string
+		fn   func(context.Context) result
+	}{
+		{"S2", b.fanOut},
+		{"S3", b.idleScale},
+		{"S4", b.liveLatency},
+		{"MEM", b.memory},
+	} {
+		if selected[sc.name] && ctx.Err() == nil {
+			results = append(results, sc.fn(ctx))
+		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted")
+	}
+
+	mode := "full size"
+	if *quickFlag {
+		mode = "quick: a tenth of full size"
+	}
+	report(os.Stdout, mode, results)
+	for _, r := range results {
+		if r.err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// parseOnly turns -only into a set; empty selects every scenario.
+func parseOnly(s string) (map[string]bool, error) {
+	set := map[string]bool{}
+	if strings.TrimSpace(s) == "" {
+		for _, n := range scenarioNames {
+			set[n] = true
+		}
+		return set, nil
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if strings.EqualFold(part, "memory") {
+			part = "MEM"
+		}
+		i := slices.IndexFunc(scenarioNames, func(n string) bool { return strings.EqualFold(n, part) })
+		if i < 0 {
+			return nil, fmt.Errorf("-only: unknown scenario %q (known: %s)", part, strings.Join(scenarioNames, ","))
+		}
+		set[scenarioNames[i]] = true
+	}
+	return set, nil
+}
+
+// logf reports progress on stderr; the results go to stdout.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}

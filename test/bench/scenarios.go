@@ -1,0 +1,760 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+)
+
+// bench runs the scenarios against one env.
+type bench struct {
+	*env
+	sz sizes
+}
+
+const (
+	kib = 1 << 10
+	// stallAfter ends a wait that saw no new delivery for this long: a
+	// stuck bridge fails its scenario instead of hanging the run.
+	stallAfter = 60 * time.Second
+)
+
+// waitRun waits until every delivery of r arrived.
+func waitRun(ctx context.Context, r *run, what string) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastN, lastChange, lastLog := int64(0), time.Now(), time.Now()
+	for {
+		select {
+		case <-r.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		n := r.distinct.Load()
+		now := time.Now()
+		if n != lastN {
+			lastN, lastChange = n, now
+		} else if now.Sub(lastChange) > stallAfter {
+			return fmt.Errorf("%s stalled: %d of %d deliveries arrived, none for %v", what, n, r.want(), stallAfter)
+		}
+		if now.Sub(lastLog) >= 5*time.Second {
+			logf("  %s: %s of %s delivered", what, count(float64(n)), count(float64(r.want())))
+			lastLog = now
+		}
+	}
+}
+
+// registration is the admin API's create body, as a user sends it.
+type registration struct {
+	ID        string         `json:"id"`
+	Namespace string         `json:"namespace"`
+	Subject   string         `json:"subject"`
+	URL       string         `json:"url"`
+	Start     any            `json:"start,omitempty"`
+	Batch     map[string]any `json:"batch,omitempty"`
+}
+
+// errorsLogged counts the error lines in a bridge's JSON log.
+func errorsLogged(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	return bytes.Count(b, []byte(`"level":"ERROR"`))
+}
+
+// drain runs S1 and S1b on one backlog.
+func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
+	n := b.sz.s1Backlog
+	logf("S1: drain of a %s × 1 KiB backlog", count(float64(n)))
+	s, err := b.newStream(ctx, "s1")
+	if err != nil {
+		return drainFailed(plain, batch, err)
+	}
+	defer b.deleteStream(s)
+	payload := bytes.Repeat([]byte{'x'}, kib)
+	subject := s.prefix + ".orders"
+	first, err := b.publishBacklog(ctx, s, subject, n, payload)
+	if err != nil {
+		return drainFailed(plain, batch, err)
+	}
+
+	bareN := min(n, b.sz.s1Bare)
+	bareRun := func(when string) (float64, error) {
+		logf("S1: baseline %s, %s sequential bare POSTs of the same 1 KiB", when, count(float64(bareN)))
+		rate, err := b.barePOSTs(ctx, bareN, 1, payload)
+		if err != nil {
+			return 0, fmt.Errorf("baseline: %w", err)
+		}
+		logf("S1: baseline %.0f POST/s", rate)
+		return rate, nil
+	}
+	var bare baseline
+	if bare.before, err = bareRun("before"); err != nil {
+		return drainFailed(plain, batch, err)
+	}
+
+	type outcome struct {
+		d     drained
+		early *result
+	}
+	var runs []outcome
+	if plain {
+		d, early := b.drainOnce(ctx, s, subject, first, nil)
+		runs = append(runs, outcome{d, early})
+	}
+	if batch && ctx.Err() == nil {
+		d, early := b.drainOnce(ctx, s, subject, first, map[string]any{"maxEvents": 100})
+		runs = append(runs, outcome{d, early})
+	}
+	if bare.after, err = bareRun("after"); err != nil {
+		return drainFailed(plain, batch, err)
+	}
+
+	var out []result
+	for _, o := range runs {
+		if o.early != nil {
+			out = append(out, *o.early)
+			continue
+		}
+		d, best := o.d, bare.best()
+		extra := ""
+		if d.name == "S1b" {
+			extra = fmt.Sprintf(", %d POSTs", d.posts)
+		}
+		out = append(out, result{name: d.name,
+			rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " POST/s", ratio: ratio(d.rate, best),
+				target: "≥ 0.80 × bare", met: yesNo(d.rate >= 0.80*best)}},
+			line: fmt.Sprintf("%s: ratio %s — bridge drained %s msgs in %v (%.0f msg/s%s), bare sequential POST loop %s; bridge CPU %.1f s while draining, peak RSS %.0f MiB, %s, %d error log lines",
+				d.name, ratio(d.rate, best), count(float64(n)), d.took.Round(time.Millisecond), d.rate, extra, bare,
+				d.cpu.Seconds(), mib(d.hwm), d.extras, d.errLines),
+		})
+	}
+	return out
+}
+
+// baseline is a raw limit measured before and after the bridge's figure.
+// The ratio is taken against the better of the two, so a machine that was
+// busier during one of them cannot flatter the bridge.
+type baseline struct{ before, after float64 }
+
+func (b baseline) best() float64 { return max(b.before, b.after) }
+
+func (b baseline) String() string {
+	return fmt.Sprintf("%.0f POST/s (before %.0f, after %.0f)", b.best(), b.before, b.after)
+}
+
+func drainFailed(plain, batch bool, err error) []result {
+	var out []result
+	if plain {
+		out = append(out, failed("S1", "S1 drain (msg/s)", err))
+	}
+	if batch {
+		out = append(out, failed("S1b", "S1b drain, batch 100 (msg/s)", err))
+	}
+	return out
+}
+
+// drained is what one drain measured.
+type drained struct {
+	name, what string
+	rate       float64
+	took       time.Duration
+	posts      int64
+	cpu        time.Duration
+	hwm        int64
+	extras     string
+	errLines   int
+}
+
+// drainOnce measures one registration draining the backlog from its first
+// message, in a bridge of its own. early is the scenario's result when it
+// ended without a figure (failed, or batch mode not implemented).
+func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first uint64, batch map[string]any) (d drained, early *result) {
+	d.name, d.what = "S1", "S1 drain (msg/s)"
+	if batch != nil {
+		d.name, d.what = "S1b", "S1b drain, batch 100 (msg/s)"
+	}
+	fail := func(err error) (drained, *result) {
+		r := failed(d.name, d.what, err)
+		return d, &r
+	}
+	n := b.sz.s1Backlog
+	dir, err := b.newBridgeDir(strings.ToLower(d.name))
+	if err != nil {
+		return fail(err)
+	}
+	br, err := b.startBridge(ctx, s, dir)
+	if err != nil {
+		return fail(err)
+	}
+	defer br.stop()
+
+	r := newRun(1, n, first, false)
+	b.sink.start(r)
+	logf("%s: bridge draining", d.name)
+	cpu0, _ := cpuTime(br.pid())
+	start := time.Now()
+	reg := registration{ID: "drain", Namespace: "outbox", Subject: subject, URL: b.sink.url + "/r/0", Start: "first", Batch: batch}
+	if code, err := br.api(ctx, "POST", "/v1/registrations", reg, nil); err != nil {
+		if batch != nil && code == 400 {
+			na := notImplemented(d.name, d.what, "the registration API refuses batch: "+err.Error())
+			return d, &na
+		}
+		return fail(err)
+	}
+	if batch != nil {
+		// The first POST tells whether the bridge batches at all; a bridge
+		// that accepts the setting but sends one event per POST has no
+		// batch figure to report.
+		if err := waitFirst(ctx, r); err != nil {
+			return fail(err)
+		}
+		if r.batches.Load() == 0 {
+			na := notImplemented(d.name, d.what, "batch mode not implemented")
+			return d, &na
+		}
+	}
+	if err := waitRun(ctx, r, d.name+" drain"); err != nil {
+		return fail(err)
+	}
+	d.took = time.Duration(r.last.Load() - start.UnixNano())
+	d.rate = float64(n) / d.took.Seconds()
+	mem, _ := memoryOf(br.pid())
+	cpu1, _ := cpuTime(br.pid())
+	d.cpu, d.hwm = cpu1-cpu0, mem.hwm
+	d.posts = r.batches.Load() + r.singles.Load()
+	d.extras, d.errLines = r.extras(), errorsLogged(br.logPath)
+	return d, nil
+}
+
+func notImplemented(name, what, why string) result {
+	return result{name: name,
+		rows: []row{{what: what, bridge: "n/a (" + why + ")", baseline: "-", ratio: "-", target: "≥ 0.80 × bare", met: "n/a"}},
+		line: fmt.Sprintf("%s: n/a (%s)", name, why)}
+}
+
+// waitFirst waits for the first POST of r.
+func waitFirst(ctx context.Context, r *run) error {
+	deadline := time.Now().Add(stallAfter)
+	for r.batches.Load()+r.singles.Load() == 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no delivery within %v", stallAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// preload creates registrations in a bridge's store before the bridge
+// opens it: the admin API commits one registration per call, far too slow
+// to set up a hundred thousand.
+func preload(dataDir string, rows []cursor.Registration) error {
+	db, err := cursor.Open(filepath.Join(dataDir, "bridge.db"))
+	if err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(rows, 10_000) {
+		if err := db.CreateMany(context.Background(), chunk); err != nil {
+			_ = db.Close()
+			return err
+		}
+	}
+	return db.Close()
+}
+
+// settle waits, after at least warm, until the bridge uses less than
+// 0.05 CPU-s per second over two seconds, or until limit; it returns how
+// long that took and whether it settled.
+func settle(ctx context.Context, pid int, warm, limit time.Duration) (time.Duration, bool, error) {
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	case <-time.After(warm):
+	}
+	const window = 2 * time.Second
+	for {
+		c0, err := cpuTime(pid)
+		if err != nil {
+			return 0, false, err
+		}
+		t0 := time.Now()
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-time.After(window):
+		}
+		c1, err := cpuTime(pid)
+		if err != nil {
+			return 0, false, err
+		}
+		if (c1-c0).Seconds()/time.Since(t0).Seconds() < 0.05 {
+			return time.Since(start), true, nil
+		}
+		if time.Since(start) > limit {
+			return time.Since(start), false, nil
+		}
+	}
+}
+
+// fanOut is S2: many registrations on one subject, each message delivered
+// to every one of them.
+func (b *bench) fanOut(ctx context.Context) result {
+	const what = "S2 fan-out (deliveries/s)"
+	regs, msgs := b.sz.s2Regs, b.sz.s2Msgs
+	logf("S2: fan-out, %s registrations × %s messages", count(float64(regs)), count(float64(msgs)))
+	s, err := b.newStream(ctx, "s2")
+	if err != nil {
+		return failed("S2", what, err)
+	}
+	defer b.deleteStream(s)
+	payload := bytes.Repeat([]byte{'x'}, kib)
+
+	bareRun := func(when string) (float64, error) {
+		logf("S2: baseline %s, %s bare POSTs from 16 goroutines", when, count(float64(b.sz.s2Bare)))
+		rate, err := b.barePOSTs(ctx, b.sz.s2Bare, 16, payload)
+		if err != nil {
+			return 0, fmt.Errorf("baseline: %w", err)
+		}
+		logf("S2: baseline %.0f POST/s", rate)
+		return rate, nil
+	}
+	var bare baseline
+	if bare.before, err = bareRun("before"); err != nil {
+		return failed("S2", what, err)
+	}
+
+	subject := s.prefix + ".fan"
+	dir, err := b.newBridgeDir("s2")
+	if err != nil {
+		return failed("S2", what, err)
+	}
+	rows := make([]cursor.Registration, regs)
+	for i := range rows {
+		rows[i] = cursor.Registration{NextSeq: 1, Config: cursor.Config{
+			ID: fmt.Sprintf("fan-%05d", i), Namespace: "outbox", Subject: subject,
+			URL: fmt.Sprintf("%s/r/%d", b.sink.url, i),
+		}}
+	}
+	if err := preload(dir, rows); err != nil {
+		return failed("S2", what, err)
+	}
+	br, err := b.startBridge(ctx, s, dir)
+	if err != nil {
+		return failed("S2", what, err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			br.stop()
+		}
+	}()
+	// Preloaded rows are due at once; let the bridge find them caught up.
+	if _, _, err := settle(ctx, br.pid(), time.Second, 30*time.Second); err != nil {
+		return failed("S2", what, err)
+	}
+
+	reqs0, haveReqs, err := br.metric(ctx, "bridge_journal_requests_total")
+	if err != nil {
+		return failed("S2", what, err)
+	}
+	fetches0, _, _ := br.metric(ctx, "bridge_journal_fetches_total")
+	fetched0, _, _ := br.metric(ctx, "bridge_journal_messages_fetched_total")
+	cpu0, _ := cpuTime(br.pid())
+
+	last, err := b.lastSeq(ctx, s)
+	if err != nil {
+		return failed("S2", what, err)
+	}
+	r := newRun(regs, msgs, last+1, false)
+	b.sink.start(r)
+	start := time.Now()
+	if _, err := b.publishBacklog(ctx, s, subject, msgs, payload); err != nil {
+		return failed("S2", what, err)
+	}
+	if err := waitRun(ctx, r, "S2 fan-out"); err != nil {
+		return failed("S2", what, err)
+	}
+	el := time.Duration(r.last.Load() - start.UnixNano())
+	total := float64(regs * msgs)
+	rate := total / el.Seconds()
+	cpu1, _ := cpuTime(br.pid())
+	mem, _ := memoryOf(br.pid())
+	readsLine := "journal reads: n/a (no bridge_journal_requests_total in /metrics)"
+	readsRow := row{what: "S2 journal reads per message", bridge: "n/a", baseline: "-", ratio: "-", target: "≤ 2", met: "n/a"}
+	if haveReqs {
+		reqs1, _, _ := br.metric(ctx, "bridge_journal_requests_total")
+		fetches1, _, _ := br.metric(ctx, "bridge_journal_fetches_total")
+		fetched1, _, _ := br.metric(ctx, "bridge_journal_messages_fetched_total")
+		perMsg := (reqs1 - reqs0) / float64(msgs)
+		readsRow = row{what: "S2 journal reads per message", bridge: fmt.Sprintf("%.2f", perMsg),
+			baseline: "-", ratio: "-", target: "≤ 2", met: yesNo(perMsg <= 2)}
+		readsLine = fmt.Sprintf("journal requests %.0f (%.2f per message; page fetches %.0f), messages fetched %.0f (%.2f per message)",
+			reqs1-reqs0, perMsg, fetches1-fetches0, fetched1-fetched0, (fetched1-fetched0)/float64(msgs))
+	}
+	errLines := errorsLogged(br.logPath)
+	br.stop()
+	stopped = true
+	if bare.after, err = bareRun("after"); err != nil {
+		return failed("S2", what, err)
+	}
+	best := bare.best()
+	return result{name: "S2",
+		rows: []row{
+			{what: what, bridge: count(rate), baseline: count(best) + " POST/s", ratio: ratio(rate, best),
+				target: "≥ 0.70 × bare", met: yesNo(rate >= 0.70*best)},
+			readsRow,
+		},
+		line: fmt.Sprintf("S2: ratio %s — bridge %s deliveries in %v (%.0f/s), bare 16-goroutine POST loop %s; %s; bridge CPU %.1f s while delivering, peak RSS %.0f MiB, %s, %d error log lines",
+			ratio(rate, best), count(total), el.Round(time.Millisecond), rate, bare, readsLine,
+			(cpu1 - cpu0).Seconds(), mib(mem.hwm), r.extras(), errLines),
+	}
+}
+
+// idleScale is S3: many registrations on distinct subjects and no traffic.
+func (b *bench) idleScale(ctx context.Context) result {
+	const whatCPU = "S3 idle CPU (CPU-s per s)"
+	n := b.sz.s3Regs
+	logf("S3: idle scale, %s registrations", count(float64(n)))
+	s, err := b.newStream(ctx, "s3")
+	if err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	defer b.deleteStream(s)
+	dir, err := b.newBridgeDir("s3")
+	if err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	rows := make([]cursor.Registration, n)
+	for i := range rows {
+		rows[i] = cursor.Registration{NextSeq: 1, Config: cursor.Config{
+			ID: fmt.Sprintf("idle-%06d", i), Namespace: "outbox", Subject: fmt.Sprintf("%s.idle.%d", s.prefix, i),
+			URL: fmt.Sprintf("%s/r/%d", b.sink.url, i),
+		}}
+	}
+	loadStart := time.Now()
+	if err := preload(dir, rows); err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	logf("S3: preloaded in %v", time.Since(loadStart).Round(time.Millisecond))
+
+	br, err := b.startBridge(ctx, s, dir)
+	if err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			br.stop()
+		}
+	}()
+	took, settled, err := settle(ctx, br.pid(), b.sz.s3Warm, b.sz.s3Settle)
+	if err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	logf("S3: settled=%v after %v; idle window of %v", settled, took.Round(time.Second), b.sz.s3Idle)
+	c0, err := cpuTime(br.pid())
+	if err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return failed("S3", whatCPU, ctx.Err())
+	case <-time.After(b.sz.s3Idle):
+	}
+	c1, _ := cpuTime(br.pid())
+	idleRate := (c1 - c0).Seconds() / time.Since(t0).Seconds()
+	mem, _ := memoryOf(br.pid())
+
+	// One message at a time to registrations spread over the store.
+	const samples = 5
+	first, err := b.lastSeq(ctx, s)
+	if err != nil {
+		return failed("S3", whatCPU, err)
+	}
+	first++
+	r := newRun(n, samples, first, true)
+	b.sink.start(r)
+	for i := range samples {
+		k := (i*7919 + 13) % n
+		if err := b.publishOne(ctx, fmt.Sprintf("%s.idle.%d", s.prefix, k)); err != nil {
+			return failed("S3", whatCPU, err)
+		}
+		if err := waitCount(ctx, r, int64(i+1), 10*time.Second); err != nil {
+			return failed("S3", whatCPU, fmt.Errorf("one message to an idle registration: %w", err))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	lat := r.latencies()
+	errLines := errorsLogged(br.logPath)
+	br.stop()
+	stopped = true
+
+	// The baseline latency: the same messages through a bare ordered
+	// consumer and one POST each, with the bridge gone.
+	bareLat, err := b.bareSamples(ctx, s, samples)
+	if err != nil {
+		return failed("S3", whatCPU, fmt.Errorf("baseline: %w", err))
+	}
+
+	worst, bareWorst := slices.Max(lat), slices.Max(bareLat)
+	rss := mib(mem.rss)
+	return result{name: "S3",
+		rows: []row{
+			{what: whatCPU, bridge: fmt.Sprintf("%.4f", idleRate), baseline: "-", ratio: "-", target: "≤ 0.02", met: yesNo(idleRate <= 0.02)},
+			{what: "S3 idle RSS (MiB)", bridge: fmt.Sprintf("%.0f", rss), baseline: "-", ratio: "-", target: "≤ 300", met: yesNo(rss <= 300)},
+			{what: "S3 one message, worst of 5", bridge: ms(worst), baseline: ms(bareWorst), ratio: ratio(float64(worst), float64(bareWorst)),
+				target: "≤ 50 ms", met: yesNo(worst <= 50*time.Millisecond)},
+		},
+		line: fmt.Sprintf("S3: ratio %s (one-message latency) — %s idle registrations: %.4f CPU-s/s over %v idle, RSS %.0f MiB (peak %.0f), settled=%v after %v; one message %s vs bare consumer %s; %d error log lines",
+			ratio(float64(worst), float64(bareWorst)), count(float64(n)), idleRate, b.sz.s3Idle, rss, mib(mem.hwm),
+			settled, took.Round(time.Second), fmtDurations(lat), fmtDurations(bareLat), errLines),
+	}
+}
+
+// bareSamples publishes samples messages one at a time through a bare
+// ordered consumer and returns their publish→arrival times.
+func (b *bench) bareSamples(ctx context.Context, s stream, samples int) ([]time.Duration, error) {
+	subject := s.prefix + ".bare"
+	stop, err := b.bareConsumer(ctx, s, subject)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	first, err := b.lastSeq(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	r := newRun(1, samples, first+1, true)
+	b.sink.start(r)
+	for i := range samples {
+		if err := b.publishOne(ctx, subject); err != nil {
+			return nil, err
+		}
+		if err := waitCount(ctx, r, int64(i+1), 10*time.Second); err != nil {
+			return nil, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return r.latencies(), nil
+}
+
+func (e *env) publishOne(ctx context.Context, subject string) error {
+	_, err := e.js.Publish(ctx, subject, stamped(kib))
+	return err
+}
+
+// waitCount waits until r has n distinct deliveries.
+func waitCount(ctx context.Context, r *run, n int64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for r.distinct.Load() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("delivery %d did not arrive within %v", n, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func fmtDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond))
+	}
+	return "[" + strings.Join(parts, " ") + "] ms"
+}
+
+// liveLatency is S4: a steady live stream to one registration.
+func (b *bench) liveLatency(ctx context.Context) result {
+	const what = "S4 live latency p50"
+	n := int(int64(b.sz.s4Rate) * int64(b.sz.s4Dur) / int64(time.Second))
+	logf("S4: live latency, %d messages/s for %v", b.sz.s4Rate, b.sz.s4Dur)
+	s, err := b.newStream(ctx, "s4")
+	if err != nil {
+		return failed("S4", what, err)
+	}
+	defer b.deleteStream(s)
+
+	// The baseline runs with no bridge running, before and after it.
+	bareSubject := s.prefix + ".bare"
+	bareRun := func(when string) (lat, error) {
+		logf("S4: baseline %s, ordered consumer → sequential POST", when)
+		stopBare, err := b.bareConsumer(ctx, s, bareSubject)
+		if err != nil {
+			return lat{}, err
+		}
+		got, err := b.paced(ctx, s, bareSubject, n, "S4 baseline")
+		stopBare()
+		if err != nil {
+			return lat{}, fmt.Errorf("baseline: %w", err)
+		}
+		return summarize(got), nil
+	}
+	before, err := bareRun("before")
+	if err != nil {
+		return failed("S4", what, err)
+	}
+
+	dir, err := b.newBridgeDir("s4")
+	if err != nil {
+		return failed("S4", what, err)
+	}
+	br, err := b.startBridge(ctx, s, dir)
+	if err != nil {
+		return failed("S4", what, err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			br.stop()
+		}
+	}()
+	liveSubject := s.prefix + ".live"
+	reg := registration{ID: "live", Namespace: "outbox", Subject: liveSubject, URL: b.sink.url + "/r/0", Start: "new"}
+	if _, err := br.api(ctx, "POST", "/v1/registrations", reg, nil); err != nil {
+		return failed("S4", what, err)
+	}
+	logf("S4: bridge")
+	got, err := b.paced(ctx, s, liveSubject, n, "S4 bridge")
+	if err != nil {
+		return failed("S4", what, err)
+	}
+	errLines := errorsLogged(br.logPath)
+	br.stop()
+	stopped = true
+	after, err := bareRun("after")
+	if err != nil {
+		return failed("S4", what, err)
+	}
+
+	// Each baseline figure is the better of the two runs, so a machine
+	// busier during one of them cannot flatter the bridge.
+	br4, bare := summarize(got), lat{
+		p50: min(before.p50, after.p50), p99: min(before.p99, after.p99), max: min(before.max, after.max),
+	}
+	r50, r99 := float64(br4.p50)/float64(bare.p50), float64(br4.p99)/float64(bare.p99)
+	return result{name: "S4",
+		rows: []row{
+			{what: "S4 live latency p50", bridge: ms(br4.p50), baseline: ms(bare.p50), ratio: fmt.Sprintf("%.2f", r50), target: "≤ 1.5 × bare", met: yesNo(r50 <= 1.5)},
+			{what: "S4 live latency p99", bridge: ms(br4.p99), baseline: ms(bare.p99), ratio: fmt.Sprintf("%.2f", r99), target: "≤ 2 × bare", met: yesNo(r99 <= 2)},
+			{what: "S4 live latency max", bridge: ms(br4.max), baseline: ms(bare.max), ratio: ratio(float64(br4.max), float64(bare.max)), target: "-", met: "-"},
+		},
+		line: fmt.Sprintf("S4: ratio p50 %.2f, p99 %.2f — %d messages at %d/s: bridge %s; bare ordered consumer before %s, after %s; %d error log lines",
+			r50, r99, n, b.sz.s4Rate, br4, before, after, errLines),
+	}
+}
+
+// lat summarizes publish→arrival times.
+type lat struct{ p50, p99, max time.Duration }
+
+func summarize(ds []time.Duration) lat {
+	return lat{p50: percentile(ds, 50), p99: percentile(ds, 99), max: slices.Max(ds)}
+}
+
+func (l lat) String() string {
+	return fmt.Sprintf("p50 %s p99 %s max %s", ms(l.p50), ms(l.p99), ms(l.max))
+}
+
+// paced publishes n stamped messages on subject at the scenario's rate,
+// each on its own schedule so a late one does not delay the next, and
+// returns every publish→arrival time at the sink.
+func (b *bench) paced(ctx context.Context, s stream, subject string, n int, what string) ([]time.Duration, error) {
+	last, err := b.lastSeq(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	r := newRun(1, n, last+1, true)
+	b.sink.start(r)
+	interval := time.Second / time.Duration(b.sz.s4Rate)
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		if err := b.publishOne(ctx, subject); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitRun(ctx, r, what); err != nil {
+		return nil, err
+	}
+	return r.latencies(), nil
+}
+
+// percentile is the p-th percentile of ds (nearest rank).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// memory is MEM: the bridge's peak resident memory while it drains a large
+// backlog.
+func (b *bench) memory(ctx context.Context) result {
+	const what = "MEM peak RSS draining (MiB)"
+	n := b.sz.memBacklog
+	logf("MEM: peak memory draining a %s × 1 KiB backlog", count(float64(n)))
+	s, err := b.newStream(ctx, "mem")
+	if err != nil {
+		return failed("MEM", what, err)
+	}
+	defer b.deleteStream(s)
+	subject := s.prefix + ".orders"
+	first, err := b.publishBacklog(ctx, s, subject, n, bytes.Repeat([]byte{'x'}, kib))
+	if err != nil {
+		return failed("MEM", what, err)
+	}
+	dir, err := b.newBridgeDir("mem")
+	if err != nil {
+		return failed("MEM", what, err)
+	}
+	br, err := b.startBridge(ctx, s, dir)
+	if err != nil {
+		return failed("MEM", what, err)
+	}
+	defer br.stop()
+	r := newRun(1, n, first, false)
+	b.sink.start(r)
+	start := time.Now()
+	reg := registration{ID: "drain", Namespace: "outbox", Subject: subject, URL: b.sink.url + "/r/0", Start: "first"}
+	if _, err := br.api(ctx, "POST", "/v1/registrations", reg, nil); err != nil {
+		return failed("MEM", what, err)
+	}
+	if err := waitRun(ctx, r, "MEM drain"); err != nil {
+		return failed("MEM", what, err)
+	}
+	el := time.Duration(r.last.Load() - start.UnixNano())
+	mem, err := memoryOf(br.pid())
+	if err != nil {
+		return failed("MEM", what, err)
+	}
+	hwm := mib(mem.hwm)
+	return result{name: "MEM",
+		rows: []row{{what: what, bridge: fmt.Sprintf("%.0f", hwm), baseline: "-", ratio: "-", target: "≤ 200", met: yesNo(hwm <= 200)}},
+		line: fmt.Sprintf("MEM: peak RSS %.0f MiB (RSS at the end %.0f MiB) draining %s × 1 KiB in %v (%.0f msg/s); %d error log lines",
+			hwm, mib(mem.rss), count(float64(n)), el.Round(time.Millisecond), float64(n)/el.Seconds(), errorsLogged(br.logPath)),
+	}
+}

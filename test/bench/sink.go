@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sink is the receiver every scenario delivers to: HTTP/1.1 with
+// keep-alive, answering 204 at once, so what is measured is the sender.
+//
+// Paths: /r/<i> is registration i of the current run; /bare takes the
+// baselines' POSTs and only counts them. A delivery is identified by the
+// registration and the stream sequence at the end of its webhook-id
+// (<stream>-<seq>); its first arrival time is recorded, and with
+// run.latency its publish→arrival time, read from the payload's leading
+// timestamp (see stamped).
+type sink struct {
+	srv  *http.Server
+	ln   net.Listener
+	url  string
+	cur  atomic.Pointer[run]
+	bare atomic.Int64
+	bufs sync.Pool
+}
+
+// run is one measurement: regs registrations × msgs consecutive sequences
+// from firstSeq.
+type run struct {
+	regs, msgs int
+	firstSeq   uint64
+	latency    bool
+
+	arrived []atomic.Int64 // first arrival, unix nanos; 0 = not yet
+	lat     []atomic.Int64 // publish→arrival, nanos (with latency)
+
+	distinct  atomic.Int64
+	total     atomic.Int64 // every 2xx-worthy POST, repeats included
+	stray     atomic.Int64 // deliveries outside the run's range
+	singles   atomic.Int64 // POSTs carrying one event
+	batches   atomic.Int64 // POSTs carrying a CloudEvents batch
+	last      atomic.Int64 // time the last distinct delivery arrived
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newRun(regs, msgs int, firstSeq uint64, latency bool) *run {
+	r := &run{regs: regs, msgs: msgs, firstSeq: firstSeq, latency: latency,
+		arrived: make([]atomic.Int64, regs*msgs), done: make(chan struct{})}
+	if latency {
+		r.lat = make([]atomic.Int64, regs*msgs)
+	}
+	return r
+}
+
+func (r *run) want() int64 { return int64(r.regs * r.msgs) }
+
+// record notes one event for registration reg at stream sequence seq.
+func (r *run) record(reg int, seq uint64, now time.Time, sent int64) {
+	r.total.Add(1)
+	if reg < 0 || reg >= r.regs || seq < r.firstSeq || seq >= r.firstSeq+uint64(r.msgs) {
+		r.stray.Add(1)
+		return
+	}
+	i := reg*r.msgs + int(seq-r.firstSeq)
+	ns := now.UnixNano()
+	if !r.arrived[i].CompareAndSwap(0, ns) {
+		return
+	}
+	if r.latency && sent > 0 {
+		r.lat[i].Store(ns - sent)
+	}
+	if r.distinct.Add(1) == r.want() {
+		r.last.Store(ns)
+		r.closeOnce.Do(func() { close(r.done) })
+	}
+}
+
+// extras says how many deliveries arrived more than once (at-least-once
+// allows it; a clean run should have none) and how many fell outside the
+// run (there should be none).
+func (r *run) extras() string {
+	stray := r.stray.Load()
+	s := fmt.Sprintf("%d repeats", r.total.Load()-r.distinct.Load()-stray)
+	if stray > 0 {
+		s += fmt.Sprintf(", %d strays", stray)
+	}
+	return s
+}
+
+// latencies returns every recorded publish→arrival time.
+func (r *run) latencies() []time.Duration {
+	out := make([]time.Duration, 0, len(r.lat))
+	for i := range r.lat {
+		if v := r.lat[i].Load(); v > 0 {
+			out = append(out, time.Duration(v))
+		}
+	}
+	return out
+}
+
+func newSink() (*sink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &sink{ln: ln, url: "http://" + ln.Addr().String()}
+	s.bufs.New = func() any { return new(bytes.Buffer) }
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func (s *sink) close() { _ = s.srv.Close() }
+
+// start makes r the current run; deliveries before it are dropped.
+func (s *sink) start(r *run) { s.cur.Store(r) }
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	now := time.Now()
+	buf := s.bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, _ = buf.ReadFrom(req.Body)
+	defer s.bufs.Put(buf)
+	w.WriteHeader(http.StatusNoContent)
+
+	path := req.URL.Path
+	if path == "/bare" {
+		s.bare.Add(1)
+		return
+	}
+	r := s.cur.Load()
+	idx, ok := strings.CutPrefix(path, "/r/")
+	if r == nil || !ok {
+		return
+	}
+	reg, err := strconv.Atoi(idx)
+	if err != nil {
+		return
+	}
+	if strings.HasPrefix(req.Header.Get("Content-Type"), "application/cloudevents-batch+json") {
+		r.batches.Add(1)
+		var evs []struct {
+			ID   string          `json:"id"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(buf.Bytes(), &evs) != nil {
+			return
+		}
+		for _, ev := range evs {
+			r.record(reg, seqOf(ev.ID), now, 0)
+		}
+		return
+	}
+	r.singles.Add(1)
+	var sent int64
+	if r.latency {
+		sent = sentAt(buf.Bytes())
+	}
+	r.record(reg, seqOf(req.Header.Get("Webhook-Id")), now, sent)
+}
+
+// seqOf is the stream sequence at the end of a webhook-id
+// "<stream>-<seq>"; 0 when there is none.
+func seqOf(id string) uint64 {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// sentAt reads the unix-nanosecond stamp a stamped payload starts with.
+func sentAt(body []byte) int64 {
+	end := bytes.IndexByte(body, ' ')
+	if end <= 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(body[:end]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
