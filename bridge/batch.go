@@ -85,7 +85,7 @@ func (w *Worker) drainBatches(ctx context.Context, t *turn, page *journal.Page, 
 			return true, nil
 		}
 		rec := &page.Records[i]
-		res, err := w.proj.Project(target, rec)
+		res, err := w.project(target, rec)
 		if err != nil {
 			if stop, err := w.sendBatch(ctx, t, bt); stop || err != nil {
 				return true, err
@@ -106,7 +106,7 @@ func (w *Worker) drainBatches(ctx context.Context, t *turn, page *journal.Page, 
 	}
 	if wait := w.holdFor(t, page, bt); wait > 0 {
 		time.AfterFunc(wait, func() { w.Wake(t.reg.ID) })
-		return true, w.store.Advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Idle: true})
+		return true, w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Idle: true})
 	}
 	return w.sendBatch(ctx, t, bt)
 }

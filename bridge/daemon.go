@@ -28,6 +28,7 @@ type Daemon struct {
 	log     *slog.Logger
 
 	flushEvery time.Duration
+	flushKick  chan struct{}
 	identity   *identityWatch
 }
 
@@ -54,6 +55,7 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		router:     newRouter(),
 		log:        slog.New(slog.DiscardHandler),
 		flushEvery: 5 * time.Millisecond,
+		flushKick:  make(chan struct{}, 1),
 	}
 	for _, opt := range opts {
 		opt(d)
@@ -61,6 +63,7 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 	for _, w := range workers {
 		d.workers[w.ns] = w
 		w.gone = d.router.remove
+		w.advanced = d.kickFlush
 	}
 	return d
 }
@@ -153,12 +156,20 @@ func (d *Daemon) tailLoop(ctx context.Context) {
 	}
 }
 
-// flushLoop makes acknowledged cursors durable every flushEvery and checks
-// the stream's identity every second. A failed flush keeps the cursors
-// pending and is retried: durability lags, it is never skipped.
+// kickFlush tells the flush loop that a cursor moved.
+func (d *Daemon) kickFlush() {
+	select {
+	case d.flushKick <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop makes acknowledged cursors durable at most flushEvery after
+// they moved — one commit for everything acknowledged in that window —
+// and sleeps while nothing moves, so an idle bridge does not wake. It
+// checks the stream's identity every second. A failed flush keeps the
+// cursors pending and is retried: durability lags, it is never skipped.
 func (d *Daemon) flushLoop(ctx context.Context) error {
-	flush := time.NewTicker(d.flushEvery)
-	defer flush.Stop()
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	var lastErr error
@@ -166,10 +177,19 @@ func (d *Daemon) flushLoop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-flush.C:
+		case <-d.flushKick:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(d.flushEvery):
+			}
 			err := d.store.Flush(ctx)
-			if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
-				d.log.Error("flushing cursors failed; acknowledged cursors stay pending and are retried", "error", err)
+			if err != nil {
+				if lastErr == nil || err.Error() != lastErr.Error() {
+					d.log.Error("flushing cursors failed; acknowledged cursors stay pending and are retried", "error", err)
+				}
+				// Retry without spinning on a full or read-only disk.
+				time.AfterFunc(time.Second, d.kickFlush)
 			}
 			lastErr = err
 		case <-check.C:

@@ -29,7 +29,7 @@ const stream = "JOURNAL"
 // journal reader, a bbolt store in a temporary directory and the real
 // sender. Only the projection is a plain pass-through.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	srv    *server.Server
 	nc     *nats.Conn
@@ -39,7 +39,7 @@ type env struct {
 	sender *webhook.Sender
 }
 
-func newEnv(t *testing.T, streamOpts ...func(*jetstream.StreamConfig)) *env {
+func newEnv(t testing.TB, streamOpts ...func(*jetstream.StreamConfig)) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir()}
 	srv, err := server.NewServer(&server.Options{

@@ -77,6 +77,10 @@ type Worker struct {
 	// message boundary, so a clean stop waits for the POSTs in flight and
 	// not for whole pages of backlog.
 	stopping atomic.Bool
+	// advanced is told of every acknowledged cursor move, so the daemon
+	// flushes when there is something to flush and sleeps otherwise.
+	advanced func()
+	cache    *projectionCache
 }
 
 // Option configures a Worker.
@@ -151,6 +155,7 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 		}
 	}
 	w.sched = newScheduler()
+	w.cache = newProjectionCache(projectionCacheSize)
 	return w, nil
 }
 
@@ -184,6 +189,7 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 	if err != nil {
 		return t.p, false, fmt.Errorf("read journal for %s at %d: %w", reg.ID, reg.NextSeq, err)
 	}
+	w.prefetch(ctx, reg.Subject, &page)
 	if err := w.skip(ctx, t, &page); err != nil {
 		return t.p, false, err
 	}
@@ -203,10 +209,22 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 		// it; a later gap is then never mistaken for removed messages.
 		t.next = max(t.next, page.Next)
 	}
-	if err := w.store.Advance(ctx, reg.ID, cursor.Progress{NextSeq: t.next, Idle: idle}); err != nil {
+	if err := w.advance(ctx, reg.ID, cursor.Progress{NextSeq: t.next, Idle: idle}); err != nil {
 		return t.p, false, err
 	}
 	return t.p, !idle, nil
+}
+
+// prefetch starts reading the page after a full one while this one is
+// delivered, so a backlog's next turn finds it in the reader's cache
+// instead of waiting for the server. The reader shares identical reads,
+// so the turn that needs the page joins the fetch if it is still running.
+func (w *Worker) prefetch(ctx context.Context, filter string, page *journal.Page) {
+	if page.CaughtUp || len(page.Records) < DrainPage {
+		return
+	}
+	from := page.Records[len(page.Records)-1].Seq + 1
+	go func() { _, _ = w.journal.Read(ctx, filter, from, DrainPage) }()
 }
 
 // skip moves the cursor past messages the stream removed (limits, purge)
@@ -220,7 +238,18 @@ func (w *Worker) skip(ctx context.Context, t *turn, page *journal.Page) error {
 		"registration", t.reg.ID, "from", t.next, "to", page.From, "skipped", page.Skipped)
 	w.metrics.skipped(w.ns, page.Skipped)
 	t.next = page.From
-	return w.store.Advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next})
+	return w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next})
+}
+
+// advance records acknowledged progress in the store's write-behind.
+func (w *Worker) advance(ctx context.Context, id string, p cursor.Progress) error {
+	if err := w.store.Advance(ctx, id, p); err != nil {
+		return err
+	}
+	if w.advanced != nil {
+		w.advanced()
+	}
+	return nil
 }
 
 func (w *Worker) target(reg cursor.Registration) projection.Target {
@@ -236,7 +265,7 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 			return true, nil
 		}
 		rec := &page.Records[i]
-		res, err := w.proj.Project(target, rec)
+		res, err := w.project(target, rec)
 		if err != nil {
 			return true, w.unprojectable(ctx, t, rec.Seq, err)
 		}
@@ -260,7 +289,7 @@ func (w *Worker) acknowledged(ctx context.Context, t *turn, lastSeq uint64, reco
 	t.attempts = 0
 	t.next = lastSeq + 1
 	t.p.records += records
-	return w.store.Advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete})
+	return w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete})
 }
 
 // unprojectable parks on a message that can never be projected. The

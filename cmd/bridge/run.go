@@ -42,6 +42,7 @@ type runConfig struct {
 	ceSource       string
 	ceType         string
 	logFormat      string
+	debugListen    string
 }
 
 // optionalBool is a bool flag that knows whether it was given, for
@@ -98,6 +99,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.StringVar(&c.ceSource, "ce-source", "", "CloudEvents source for messages that are not CloudEvents already (default /jetstream/<stream>)")
 	fs.StringVar(&c.ceType, "ce-type", "io.nats.jetstream.message", "CloudEvents type for messages without a ce-type header")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&c.debugListen, "debug-listen", "", "address for Go's /debug/pprof profiles (empty = off; never expose it publicly)")
 	return fs, c
 }
 

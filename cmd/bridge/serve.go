@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,13 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	go func() { _ = httpSrv.Serve(ln) }()
 	log.Info("bridge running", "admin", "http://"+ln.Addr().String(), "nats", redactURL(url), "stream", c.stream, "embedded", embedded != nil)
 
+	if c.debugListen != "" {
+		stopDebug, err := serveDebug(c.debugListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
+	}
 	runErr := daemon.Run(ctx)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -310,4 +318,21 @@ func (j journalBounds) Bounds(ctx context.Context) (uint64, uint64, error) {
 
 func (j journalBounds) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 	return j.r.SeqAtTime(ctx, t)
+}
+
+// serveDebug serves Go's profiles on their own listener, apart from the
+// admin API, so they are never reachable where the API is.
+func serveDebug(addr string, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Warn("serving Go profiles (--debug-listen); do not expose this address", "addr", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { _ = srv.Close() }, nil
 }

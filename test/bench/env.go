@@ -281,10 +281,15 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 }
 
 // cleanEnv is this process's environment without the variables the bridge
-// reads, so an operator's shell cannot change what is measured.
+// reads, so an operator's shell cannot change what is measured; only
+// BRIDGE_DEBUG_LISTEN passes, to profile the bridge during a run.
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "BRIDGE_DEBUG_LISTEN=") {
+			out = append(out, kv)
+			continue
+		}
 		if strings.HasPrefix(kv, "BRIDGE_") || strings.HasPrefix(kv, "NATS_URL=") {
 			continue
 		}
