@@ -3,7 +3,7 @@ BIN     ?= bin/bridge
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test race bench run lint fuzz soak clean
+.PHONY: build test bench bench-quick bench-go run lint fuzz soak clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/bridge
@@ -14,7 +14,16 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 9m ./...
 
+# The scenario benchmarks of the real bridge, each beside the raw limit it
+# sits on (test/bench); about 12 minutes, bench-quick a tenth the size.
 bench:
+	$(GO) run ./test/bench
+
+bench-quick:
+	$(GO) run ./test/bench -quick
+
+# The Go micro-benchmarks of every package.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 run:
@@ -32,6 +41,10 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+# Many more crash-and-restart rounds than the default suite runs.
+soak:
+	BRIDGE_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'TestCrashKillNineLosesNothing' -v ./test/e2e/
 
 clean:
 	rm -rf bin

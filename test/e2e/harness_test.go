@@ -250,7 +250,13 @@ type received struct {
 }
 
 func newSink(t *testing.T) *sink {
-	s := &sink{code: func() int { return 204 }}
+	return newSinkAnswering(t, func() int { return 204 })
+}
+
+// newSinkAnswering is a sink whose answer is code(), decided before it
+// serves anything, so no request races the setting.
+func newSinkAnswering(t *testing.T, code func() int) *sink {
+	s := &sink{code: code}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		s.mu.Lock()

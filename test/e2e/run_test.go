@@ -140,8 +140,7 @@ func TestExternalNATSRestartMidDelivery(t *testing.T) {
 	ns := startNATSServer(t)
 	d := newDaemon(t, "--nats-url", ns.url(), "--create-stream")
 	d.start()
-	s := newSink(t)
-	s.code = func() int { time.Sleep(2 * time.Millisecond); return 200 }
+	s := newSinkAnswering(t, func() int { time.Sleep(2 * time.Millisecond); return 200 })
 	if out, code := d.cli("register", "--id", "r", "--namespace", "outbox", "--subject", "journal.>", "--url", s.URL, "--start", "first"); code != 0 {
 		t.Fatalf("register: %s", out)
 	}
