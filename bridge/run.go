@@ -28,37 +28,45 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ticker := time.NewTicker(w.tick)
 	defer ticker.Stop()
+	readDue := true
 	for {
-		w.dispatch(turnCtx, &wg)
+		more := w.dispatch(turnCtx, &wg, readDue)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
 			w.sched.promote()
+			readDue = true
 		case <-w.sched.kick:
+			// Due rows left waiting for a slot are read again as soon as
+			// a turn ends; otherwise the tick is soon enough.
+			readDue = more
 		}
 	}
 }
 
-// dispatch fills the free turn slots without waiting for any turn.
-func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
+// dispatch fills the free turn slots without waiting for any turn, and
+// reports whether due rows were left waiting for a slot.
+func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup, readDue bool) bool {
 	busy := w.sched.busy()
 	free := w.maxInFlight - busy
 	if free <= 0 {
-		return
+		return readDue
 	}
 	at := w.now()
 	// Ask for the busy rows too: they are still due in the store while
 	// their turn runs, and must not crowd out the rows that are waiting.
-	ids, unserved, more, err := w.candidates(ctx, at, free+busy)
+	ids, unserved, more, err := w.candidates(ctx, at, free+busy, readDue)
 	if err != nil {
 		w.log.Error("reading due registrations", "namespace", w.ns, "error", err)
-		return
+		return true
 	}
-	w.metrics.dispatch(w.ns, unserved, more)
+	if readDue {
+		w.metrics.dispatch(w.ns, unserved, more)
+	}
 	for _, id := range ids {
 		if free == 0 {
-			return
+			return true
 		}
 		if !w.sched.claim(id) {
 			continue
@@ -72,4 +80,5 @@ func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup) {
 			}
 		})
 	}
+	return more
 }

@@ -127,10 +127,16 @@ func (w *Worker) Wake(ids ...string) { w.sched.wake(ids...) }
 // candidates returns up to limit registrations due at `at`: rows due by
 // time from the store's due index, then woken idle rows. more reports that
 // more were due than limit allowed.
-func (w *Worker) candidates(ctx context.Context, at time.Time, limit int) (ids []string, unserved int, more bool, err error) {
-	due, err := w.store.Due(ctx, at, limit+1, w.ns)
-	if err != nil {
-		return nil, 0, false, err
+//
+// With readDue false only woken rows are considered: the daemon reads the
+// due index on its tick, when rows' backoffs end, and not on every turn's
+// end, which would put a store read on each live message's path.
+func (w *Worker) candidates(ctx context.Context, at time.Time, limit int, readDue bool) (ids []string, unserved int, more bool, err error) {
+	var due cursor.Due
+	if readDue {
+		if due, err = w.store.Due(ctx, at, limit+1, w.ns); err != nil {
+			return nil, 0, false, err
+		}
 	}
 	seen := make(map[string]struct{}, len(due.Rows))
 	for _, r := range due.Rows {
@@ -156,7 +162,7 @@ func (w *Worker) candidates(ctx context.Context, at time.Time, limit int) (ids [
 // turn. `at` is the caller's clock, so backoff is testable; the daemon
 // supplies real time through Run.
 func (w *Worker) Sweep(ctx context.Context, at time.Time, limit int) (Report, error) {
-	ids, unserved, more, err := w.candidates(ctx, at, limit)
+	ids, unserved, more, err := w.candidates(ctx, at, limit, true)
 	if err != nil {
 		return Report{}, err
 	}
