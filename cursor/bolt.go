@@ -101,15 +101,14 @@ func WithLogger(l *slog.Logger) Option {
 //
 // It fails with an error naming the file, never a hang or a panic, when the
 // file is locked by another process, is not a bridge store, was written by
-// a newer bridge, or is corrupted or truncated as far as its header, its
-// size and its buckets show. It does not walk every page; `bbolt check`
-// does that.
+// a newer bridge, or is truncated or damaged: it reads every page of the
+// file before trusting it.
 func Open(path string, opts ...Option) (*DB, error) {
 	o := options{lockTimeout: DefaultLockTimeout, clock: time.Now, logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	bdb, err := openBolt(path, o.lockTimeout)
+	bdb, err := openBolt(path, o.lockTimeout, o.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -241,15 +240,20 @@ func (t *wtx) claimAll() map[string]progress {
 
 // update runs fn in one write transaction, holding the write turn until the
 // write-behind claims fn made are settled.
+//
+// Like view, it turns a panic or fault bbolt raises on a page damaged since
+// Open into an error naming the file; bbolt rolls the transaction back.
 func (db *DB) update(ctx context.Context, fn func(t *wtx) error) error {
 	if err := db.acquire(ctx); err != nil {
 		return err
 	}
 	defer db.release()
 	t := &wtx{db: db}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		t.Tx = tx
-		return fn(t)
+	err := guarded(db.path, func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			t.Tx = tx
+			return fn(t)
+		})
 	})
 	if errors.Is(err, errNoChange) {
 		err = nil
@@ -262,13 +266,15 @@ func (db *DB) update(ctx context.Context, fn func(t *wtx) error) error {
 
 // view runs fn in a read transaction whose overlay lookups (db.overlay,
 // wb.lookup) stay consistent with its snapshot. fn must not call view.
+// A panic or fault bbolt raises on a page damaged since Open is an error
+// naming the file, not the end of the process.
 func (db *DB) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	db.wb.reading.RLock()
 	defer db.wb.reading.RUnlock()
-	return db.wrapClosed(db.bolt.View(fn))
+	return db.wrapClosed(guarded(db.path, func() error { return db.bolt.View(fn) }))
 }
 
 func (db *DB) acquire(ctx context.Context) error {

@@ -43,12 +43,14 @@ func encodeRow(r *row) ([]byte, error) {
 	return append(v, config...), nil
 }
 
-// decodeRow reads the row stored under id. With full, the Config is
-// decoded too; without, its bytes are kept in row.config to be written back
-// as they are, and only ID and Namespace of the Config are set.
-func decodeRow(id, v []byte, full bool) (row, error) {
+// decodeRow reads the row stored under id in the file at path, which the
+// error names. With full, the Config is decoded too; without, its bytes are
+// kept in row.config to be written back as they are, and only ID and
+// Namespace of the Config are set.
+func decodeRow(path string, id, v []byte, full bool) (row, error) {
 	unreadable := func(err error) (row, error) {
-		return row{}, fmt.Errorf("cursor: registration %q is unreadable: %w", id, err)
+		return row{}, fmt.Errorf("cursor: registration %q in %s is unreadable (the file is damaged; restore it from a backup): %w",
+			id, path, err)
 	}
 	if len(v) < 9 || v[0] != rowFormat {
 		return unreadable(errors.New("unknown format"))

@@ -34,7 +34,7 @@ func TestRowsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := decodeRow([]byte("billing"), v, true)
+	full, err := decodeRow("bridge.db", []byte("billing"), v, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRowsRoundTrip(t *testing.T) {
 	}
 
 	// A state-only read leaves the Config encoded and writes it back as is.
-	part, err := decodeRow([]byte("billing"), v, false)
+	part, err := decodeRow("bridge.db", []byte("billing"), v, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +55,14 @@ func TestRowsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := decodeRow([]byte("billing"), v2, true)
+	again, err := decodeRow("bridge.db", []byte("billing"), v2, true)
 	in.Delivered++
 	if err != nil || !reflect.DeepEqual(again.Registration, in.Registration) {
 		t.Fatalf("after a state-only write = %+v, %v", again, err)
 	}
 
 	for cut := range len(v) {
-		if _, err := decodeRow([]byte("billing"), v[:cut], true); err == nil {
+		if _, err := decodeRow("bridge.db", []byte("billing"), v[:cut], true); err == nil {
 			t.Fatalf("decoding %d of %d bytes succeeded", cut, len(v))
 		}
 	}

@@ -54,7 +54,7 @@ func (db *DB) CheckIndexes() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
 		due, done, counts := map[string]string{}, map[string]string{}, map[string]uint64{}
 		err := tx.Bucket([]byte(bucketRegistrations)).ForEach(func(k, v []byte) error {
-			r, err := decodeRow(k, v, true)
+			r, err := decodeRow(db.path, k, v, true)
 			if err != nil {
 				return err
 			}

@@ -86,7 +86,7 @@ func readRow(tx *bolt.Tx, id string, full bool) (row, bool, error) {
 	if v == nil {
 		return row{}, false, nil
 	}
-	r, err := decodeRow([]byte(id), v, full)
+	r, err := decodeRow(tx.DB().Path(), []byte(id), v, full)
 	return r, err == nil, err
 }
 

@@ -3,9 +3,12 @@ package cursor
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,12 +16,12 @@ import (
 )
 
 // openBolt opens path and checks it is a bridge store this bridge can read.
-func openBolt(path string, lockTimeout time.Duration) (*bolt.DB, error) {
+func openBolt(path string, lockTimeout time.Duration, log *slog.Logger) (*bolt.DB, error) {
 	bdb, err := openFile(path, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFile(bdb, path); err != nil {
+	if err := checkFile(bdb, path, log); err != nil {
 		_ = bdb.Close()
 		return nil, err
 	}
@@ -66,6 +69,10 @@ func openFile(path string, timeout time.Duration) (bdb *bolt.DB, err error) {
 		errors.Is(err, berrors.ErrChecksum):
 		return nil, damaged(path, err)
 	}
+	// The error of opening the file names it already.
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == path {
+		return nil, fmt.Errorf("cursor: %w", err)
+	}
 	return nil, fmt.Errorf("cursor: open %s: %w", path, err)
 }
 
@@ -75,9 +82,23 @@ func damaged(path string, cause error) error {
 		path, cause)
 }
 
-// checkFile verifies the file's size and layout, creating the buckets of a
-// new file, with the same protection against panics and faults as openFile.
-func checkFile(bdb *bolt.DB, path string) (err error) {
+// guarded runs fn with the panics and faults bbolt raises on a damaged
+// file turned into an error naming the file: a page damaged while the store
+// is open fails the operation that reads it instead of the process.
+func guarded(path string, fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cursor: %s is damaged (restore it from a backup, or move it aside to start empty): %v", path, p)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return fn()
+}
+
+// checkFile verifies the file's size, layout and every page, creating the
+// buckets of a new file, with the same protection against panics and faults
+// as openFile.
+func checkFile(bdb *bolt.DB, path string, log *slog.Logger) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = damaged(path, fmt.Errorf("%v", p))
@@ -91,13 +112,89 @@ func checkFile(bdb *bolt.DB, path string) (err error) {
 			return err
 		}
 		var err error
-		fresh, err = checkLayout(tx, path)
-		return err
+		if fresh, err = checkLayout(tx, path); err != nil || fresh {
+			return err
+		}
+		return checkPages(tx, path, log)
 	})
 	if err != nil || !fresh {
 		return err
 	}
 	return bdb.Update(createLayout)
+}
+
+// checkPages walks every page of the file, so that damage the header, the
+// size and the buckets do not show is refused here, with an error naming
+// the file, rather than found by a panic inside bbolt at the first read or
+// write of the damaged page.
+//
+// The walk reads every key and value first, on this goroutine: a page
+// reached through a damaged pointer then faults here, where the fault is
+// turned into an error, and not in the goroutine tx.Check runs on, where it
+// would end the process. tx.Check then verifies what reading does not: page
+// types, key order, and that no page is both used and free or used twice.
+// A page neither used nor free is only space lost, not damage, and is
+// logged, not refused.
+func checkPages(tx *bolt.Tx, path string, log *slog.Logger) error {
+	if err := readAll(tx); err != nil {
+		return damaged(path, err)
+	}
+	var problems []error
+	leaked, more := 0, 0
+	for err := range tx.Check() {
+		switch {
+		case strings.HasSuffix(err.Error(), ": unreachable unfreed"):
+			leaked++
+		case len(problems) < 3:
+			problems = append(problems, err)
+		default:
+			more++
+		}
+	}
+	if len(problems) > 0 {
+		if more > 0 {
+			problems = append(problems, fmt.Errorf("and %d more problems", more))
+		}
+		return damaged(path, errors.Join(problems...))
+	}
+	if leaked > 0 {
+		log.Warn("cursor: store has pages neither used nor free; the space is lost until the file is compacted",
+			"path", path, "pages", leaked)
+	}
+	return nil
+}
+
+// readAll reads every key and value of every bucket, one byte in 512 of
+// each: enough to touch every memory page they lie on.
+func readAll(tx *bolt.Tx) error {
+	var sum byte
+	touch := func(b []byte) {
+		for i := 0; i < len(b); i += 512 {
+			sum ^= b[i]
+		}
+		if len(b) > 0 {
+			sum ^= b[len(b)-1]
+		}
+	}
+	var walk func(b *bolt.Bucket) error
+	walk = func(b *bolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error {
+			touch(k)
+			touch(v)
+			if v == nil {
+				if child := b.Bucket(k); child != nil {
+					return walk(child)
+				}
+			}
+			return nil
+		})
+	}
+	err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		touch(name)
+		return walk(b)
+	})
+	_ = sum
+	return err
 }
 
 // checkSize catches a truncated file: its pages reach past its end.

@@ -358,12 +358,14 @@ func (db *DB) Advance(ctx context.Context, id string, p Progress) error {
 	}
 	// A plain bbolt read: the incarnation does not need the overlay.
 	var inc uint64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		var ok bool
-		if inc, ok = rowIncarnation(tx, id); !ok {
-			return notFound(id)
-		}
-		return nil
+	err := guarded(db.path, func() error {
+		return db.bolt.View(func(tx *bolt.Tx) error {
+			var ok bool
+			if inc, ok = rowIncarnation(tx, id); !ok {
+				return notFound(id)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return db.wrapClosed(err)

@@ -66,7 +66,7 @@ func (db *DB) List(ctx context.Context, opt ListOptions) ([]Registration, string
 			k, v = c.Next()
 		}
 		for ; k != nil; k, v = c.Next() {
-			stored, err := decodeRow(k, v, true)
+			stored, err := decodeRow(db.path, k, v, true)
 			if err != nil {
 				return err
 			}

@@ -384,13 +384,6 @@ func TestCorruptedStoreIsRefused(t *testing.T) {
 			path := filepath.Join(dir, "bridge.db")
 			tc.damage(t, path)
 			out, code := runToExit(t, "--data-dir", dir, "--embedded-listen", freeAddr(t), "--admin-listen", freeAddr(t))
-			if tc.name == "registration page overwritten" {
-				if problems := cleanFailureProblems(out, code, path); len(problems) > 0 {
-					knownBug(t, "cursor.Open checks only the header, the size and the buckets of bridge.db; the first read of a "+
-						"damaged registrations page then panics inside bbolt: %s\n%s", strings.Join(problems, "; "), lastBytes(out, 1500))
-				}
-				return
-			}
 			assertCleanFailure(t, out, code, path)
 		})
 	}
