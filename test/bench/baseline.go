@@ -1,118 +1,197 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// post sends one POST and reads the answer, as the bridge's sender does.
-func (e *env) post(ctx context.Context, url string, body []byte, webhookID string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	if webhookID != "" {
-		req.Header.Set("Webhook-Id", webhookID)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("sink answered %d", resp.StatusCode)
-	}
-	return nil
+// The baselines run in a process of their own: the bench binary run again
+// with childArg as its first argument (see baseline_child.go). The bridge
+// is a process apart from the sink and the nats-server, so each of its
+// POSTs crosses from one Go runtime to another, with the wakeups and
+// context switches that costs on a small machine; a baseline in the
+// bench's own runtime would never pay that, and would set the bar on a
+// limit the bridge cannot sit on.
+
+// childReport is a line of JSON a baseline process writes on stdout: a
+// consumer's readiness, then, from every mode, one final report.
+type childReport struct {
+	Ready  bool  `json:"ready,omitempty"`
+	Posts  int64 `json:"posts"`
+	Failed int64 `json:"failed,omitempty"` // POSTs that failed (consumer mode)
+	// Elapsed and CPU cover the measured window only: the timed loop, or
+	// the consumer from ready to stop. CPU is user + system time read
+	// from the process's own /proc/self/stat, the file the bridge's CPU is
+	// read from.
+	Elapsed time.Duration `json:"elapsedNs"`
+	CPU     time.Duration `json:"cpuNs"`
+	Error   string        `json:"error,omitempty"`
 }
 
-// barePOSTs is the raw limit of delivery to the sink: n POSTs of body from
-// workers goroutines, each sequential on its own keep-alive connection,
-// with no journal, no store and no projection. It returns POSTs per second.
-func (e *env) barePOSTs(ctx context.Context, n, workers int, body []byte) (float64, error) {
-	url := e.sink.url + "/bare"
-	// One POST per worker first, so connection setup is not timed: the
-	// bridge's connections are warm too after its first message.
-	for range workers {
-		if err := e.post(ctx, url, body, ""); err != nil {
-			return 0, err
-		}
-	}
-	var next atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if err := e.post(ctx, url, body, ""); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if firstErr != nil {
-		return 0, firstErr
-	}
-	return float64(n) / el.Seconds(), nil
+// child is a running baseline process.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
 }
 
-// bareConsumer is the raw limit of live delivery: a JetStream ordered
-// consumer on filter, each message POSTed to the sink's registration 0 in
-// order, as soon as it arrives, with the webhook-id the bridge would give
-// it. stop ends it and waits for its goroutine.
-func (e *env) bareConsumer(ctx context.Context, s stream, filter string) (stop func(), err error) {
-	cons, err := e.js.OrderedConsumer(ctx, s.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-	})
+// startChild runs the bench binary again in baseline mode. Its stderr is
+// the bench's, so its complaints show in the progress log.
+func startChild(ctx context.Context, mode string, args ...string) (*child, error) {
+	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("ordered consumer on %s: %w", filter, err)
+		return nil, fmt.Errorf("finding the bench binary: %w", err)
 	}
-	it, err := cons.Messages()
+	cmd := exec.CommandContext(ctx, exe, append([]string{childArg, mode}, args...)...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = childAttrs()
+	cmd.WaitDelay = 10 * time.Second
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	url := e.sink.url + "/r/0"
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			msg, err := it.Next()
-			if err != nil {
-				if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					logf("bare consumer: %v", err)
-				}
-				return
-			}
-			md, err := msg.Metadata()
-			if err != nil {
-				logf("bare consumer: %v", err)
-				continue
-			}
-			id := s.name + "-" + strconv.FormatUint(md.Sequence.Stream, 10)
-			if err := e.post(ctx, url, msg.Data(), id); err != nil {
-				logf("bare consumer: %v", err)
-			}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the %s baseline process: %w", mode, err)
+	}
+	return &child{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}, nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// report reads the child's next line.
+func (c *child) report() (childReport, error) {
+	if !c.lines.Scan() {
+		err := c.lines.Err()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
 		}
+		return childReport{}, fmt.Errorf("baseline process %d ended without a report: %w", c.pid(), err)
+	}
+	var r childReport
+	if err := json.Unmarshal(c.lines.Bytes(), &r); err != nil {
+		return r, fmt.Errorf("baseline process %d: unreadable report %q: %w", c.pid(), c.lines.Bytes(), err)
+	}
+	if r.Error != "" {
+		return r, fmt.Errorf("baseline process %d: %s", c.pid(), r.Error)
+	}
+	return r, nil
+}
+
+// finish closes the child's stdin, which stops a consumer, reads its final
+// report and waits for it to exit. A child that says nothing within limit
+// is killed; a limit of 0 waits as long as it takes.
+func (c *child) finish(limit time.Duration) (childReport, error) {
+	_ = c.stdin.Close()
+	if limit > 0 {
+		kill := time.AfterFunc(limit, func() {
+			logf("baseline process %d sent no report within %v; killing it", c.pid(), limit)
+			_ = c.cmd.Process.Kill()
+		})
+		defer kill.Stop()
+	}
+	r, rerr := c.report()
+	werr := c.cmd.Wait()
+	switch {
+	case rerr != nil && werr != nil:
+		return r, fmt.Errorf("%w (%v)", rerr, werr)
+	case rerr != nil:
+		return r, rerr
+	case werr != nil:
+		return r, fmt.Errorf("baseline process %d: %w", c.pid(), werr)
+	}
+	return r, nil
+}
+
+// kill ends a child that is no longer wanted.
+func (c *child) kill() {
+	_ = c.stdin.Close()
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
+
+// bareRun is one run of a bare POST loop.
+type bareRun struct {
+	rate  float64       // POSTs per second
+	posts int           // timed POSTs
+	cpu   time.Duration // the baseline process's CPU over them
+}
+
+// barePOSTs is the raw limit of delivery to the sink: n POSTs of size
+// bytes from workers goroutines in a process of their own, each worker
+// sequential on its own keep-alive connection, with no journal, no store
+// and no projection.
+func (e *env) barePOSTs(ctx context.Context, n, workers, size int) (bareRun, error) {
+	before := e.sink.bare.Load()
+	c, err := startChild(ctx, "post",
+		"-url", e.sink.url+"/bare",
+		"-n", strconv.Itoa(n),
+		"-workers", strconv.Itoa(workers),
+		"-size", strconv.Itoa(size),
+	)
+	if err != nil {
+		return bareRun{}, err
+	}
+	// No limit on the whole loop, which is as long as the machine makes
+	// it; a stuck sink fails it instead, each POST timing out after
+	// stallAfter.
+	rep, err := c.finish(0)
+	if err != nil {
+		return bareRun{}, err
+	}
+	// The sink counts what it was sent, so a figure the child only claims
+	// cannot pass: its untimed warm-up POSTs are one per worker.
+	if got, want := e.sink.bare.Load()-before, int64(n+workers); got != want || rep.Posts != int64(n) || rep.Elapsed <= 0 {
+		return bareRun{}, fmt.Errorf("baseline process reported %d timed POSTs in %v; the sink counted %d, want %d",
+			rep.Posts, rep.Elapsed, got, want)
+	}
+	return bareRun{rate: float64(n) / rep.Elapsed.Seconds(), posts: n, cpu: rep.CPU}, nil
+}
+
+// bareConsumer starts the raw limit of live delivery in a process of its
+// own: a JetStream ordered consumer on filter, delivering new messages
+// only, each POSTed to the sink's registration 0 in order as soon as it
+// arrives, with the webhook-id the bridge would give it. The sink measures
+// its publish→arrival times as it does the bridge's. It returns once the
+// consumer exists, so every message published after is seen; finish stops
+// it.
+func (e *env) bareConsumer(ctx context.Context, s stream, filter string) (*child, error) {
+	c, err := startChild(ctx, "consumer",
+		"-nats", e.ns.ClientURL(),
+		"-stream", s.name,
+		"-subject", filter,
+		"-url", e.sink.url+"/r/0",
+	)
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		r, err := c.report()
+		if err == nil && !r.Ready {
+			err = errors.New("baseline consumer's first report is not its readiness")
+		}
+		ready <- err
 	}()
-	return func() {
-		it.Stop()
-		<-done
-	}, nil
+	select {
+	case err = <-ready:
+	case <-time.After(stallAfter):
+		err = fmt.Errorf("baseline consumer not ready after %v", stallAfter)
+	}
+	if err != nil {
+		c.kill()
+		return nil, err
+	}
+	return c, nil
 }

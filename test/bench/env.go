@@ -26,7 +26,8 @@ import (
 )
 
 // env is what every scenario shares: one nats-server in this process, one
-// client connection, one sink, and the bridge binary built at start.
+// client connection, one sink, and the bridge binary built at start. The
+// bridge and the baselines are processes of their own (baseline.go).
 type env struct {
 	dir    string
 	bridge string // path of the built binary
@@ -34,9 +35,6 @@ type env struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	sink   *sink
-	// client is the bare baselines' HTTP client: keep-alive, enough idle
-	// connections for the fan-out baseline's goroutines.
-	client *http.Client
 }
 
 func newEnv(ctx context.Context, dir string) (*env, error) {
@@ -78,18 +76,10 @@ func newEnv(ctx context.Context, dir string) (*env, error) {
 		e.close()
 		return nil, err
 	}
-	e.client = &http.Client{Transport: &http.Transport{
-		MaxIdleConns:        64,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     time.Minute,
-	}}
 	return e, nil
 }
 
 func (e *env) close() {
-	if e.client != nil {
-		e.client.CloseIdleConnections()
-	}
 	if e.sink != nil {
 		e.sink.close()
 	}

@@ -14,6 +14,15 @@
 // against the better run, so a machine busier during one of them cannot
 // flatter the bridge.
 //
+// The baselines run in a process of their own too: this binary, run again
+// with a hidden first argument "baseline". Every POST of the bridge crosses
+// from its process to the sink's, paying the wakeups and context switches
+// between two Go runtimes; a loop in the sink's own runtime would not, and
+// would measure a limit the bridge cannot sit on. The child reports its
+// timing and its CPU (from /proc, as the bridge's) as JSON on stdout; the
+// sink counts what it was sent, and measures every publish→arrival time,
+// the bridge's and the baselines' alike.
+//
 // Scenarios (full size; -quick is a tenth):
 //
 //	S1   drain: a backlog of 100,000 × 1 KiB, one registration from the first
@@ -83,6 +92,9 @@ var quick = sizes{
 var scenarioNames = []string{"S1", "S1b", "S2", "S3", "S4", "MEM"}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		os.Exit(childMain(os.Args[2:]))
+	}
 	os.Exit(benchMain())
 }
 

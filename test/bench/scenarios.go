@@ -89,17 +89,17 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 	}
 
 	bareN := min(n, b.sz.s1Bare)
-	bareRun := func(when string) (float64, error) {
-		logf("S1: baseline %s, %s sequential bare POSTs of the same 1 KiB", when, count(float64(bareN)))
-		rate, err := b.barePOSTs(ctx, bareN, 1, payload)
+	runBare := func(when string) (bareRun, error) {
+		logf("S1: baseline %s, %s sequential bare POSTs of the same 1 KiB from a process of their own", when, count(float64(bareN)))
+		run, err := b.barePOSTs(ctx, bareN, 1, len(payload))
 		if err != nil {
-			return 0, fmt.Errorf("baseline: %w", err)
+			return run, fmt.Errorf("baseline: %w", err)
 		}
-		logf("S1: baseline %.0f POST/s", rate)
-		return rate, nil
+		logf("S1: baseline %s", run)
+		return run, nil
 	}
 	var bare baseline
-	if bare.before, err = bareRun("before"); err != nil {
+	if bare.before, err = runBare("before"); err != nil {
 		return drainFailed(plain, batch, err)
 	}
 
@@ -116,7 +116,7 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 		d, early := b.drainOnce(ctx, s, subject, first, map[string]any{"maxEvents": 100})
 		runs = append(runs, outcome{d, early})
 	}
-	if bare.after, err = bareRun("after"); err != nil {
+	if bare.after, err = runBare("after"); err != nil {
 		return drainFailed(plain, batch, err)
 	}
 
@@ -134,9 +134,9 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 		out = append(out, result{name: d.name,
 			rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " POST/s", ratio: ratio(d.rate, best),
 				target: "≥ 0.80 × bare", met: yesNo(d.rate >= 0.80*best)}},
-			line: fmt.Sprintf("%s: ratio %s — bridge drained %s msgs in %v (%.0f msg/s%s), bare sequential POST loop %s; bridge CPU %.1f s while draining, peak RSS %.0f MiB, %s, %d error log lines",
+			line: fmt.Sprintf("%s: ratio %s — bridge drained %s msgs in %v (%.0f msg/s%s), bare sequential POST loop %s; CPU per message: bridge %s (%.1f s while draining), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
 				d.name, ratio(d.rate, best), count(float64(n)), d.took.Round(time.Millisecond), d.rate, extra, bare,
-				d.cpu.Seconds(), mib(d.hwm), d.extras, d.errLines),
+				perMsg(d.cpu, n), d.cpu.Seconds(), bare.cpu(), mib(d.hwm), d.extras, d.errLines),
 		})
 	}
 	return out
@@ -145,12 +145,35 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 // baseline is a raw limit measured before and after the bridge's figure.
 // The ratio is taken against the better of the two, so a machine that was
 // busier during one of them cannot flatter the bridge.
-type baseline struct{ before, after float64 }
+type baseline struct{ before, after bareRun }
 
-func (b baseline) best() float64 { return max(b.before, b.after) }
+func (b baseline) best() float64 { return max(b.before.rate, b.after.rate) }
 
 func (b baseline) String() string {
-	return fmt.Sprintf("%.0f POST/s (before %.0f, after %.0f)", b.best(), b.before, b.after)
+	return fmt.Sprintf("%.0f POST/s (before %.0f, after %.0f)", b.best(), b.before.rate, b.after.rate)
+}
+
+// cpu is the baseline process's CPU per POST in each run.
+func (b baseline) cpu() string {
+	return fmt.Sprintf("%s before (%s), %s after (%s)",
+		perMsg(b.before.cpu, b.before.posts), b.before.cpuTotal(), perMsg(b.after.cpu, b.after.posts), b.after.cpuTotal())
+}
+
+func (r bareRun) String() string {
+	return fmt.Sprintf("%.0f POST/s, CPU %s per POST (%s)", r.rate, perMsg(r.cpu, r.posts), r.cpuTotal())
+}
+
+func (r bareRun) cpuTotal() string {
+	return fmt.Sprintf("%.2f s for %s POSTs", r.cpu.Seconds(), count(float64(r.posts)))
+}
+
+// perMsg is CPU time per message, in microseconds. /proc counts CPU in
+// ticks of 10 ms, so a short run reads coarse.
+func perMsg(cpu time.Duration, n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f µs", float64(cpu)/float64(n)/float64(time.Microsecond))
 }
 
 func drainFailed(plain, batch bool, err error) []result {
@@ -324,17 +347,17 @@ func (b *bench) fanOut(ctx context.Context) result {
 	defer b.deleteStream(s)
 	payload := bytes.Repeat([]byte{'x'}, kib)
 
-	bareRun := func(when string) (float64, error) {
-		logf("S2: baseline %s, %s bare POSTs from 16 goroutines", when, count(float64(b.sz.s2Bare)))
-		rate, err := b.barePOSTs(ctx, b.sz.s2Bare, 16, payload)
+	runBare := func(when string) (bareRun, error) {
+		logf("S2: baseline %s, %s bare POSTs from 16 goroutines in a process of their own", when, count(float64(b.sz.s2Bare)))
+		run, err := b.barePOSTs(ctx, b.sz.s2Bare, 16, len(payload))
 		if err != nil {
-			return 0, fmt.Errorf("baseline: %w", err)
+			return run, fmt.Errorf("baseline: %w", err)
 		}
-		logf("S2: baseline %.0f POST/s", rate)
-		return rate, nil
+		logf("S2: baseline %s", run)
+		return run, nil
 	}
 	var bare baseline
-	if bare.before, err = bareRun("before"); err != nil {
+	if bare.before, err = runBare("before"); err != nil {
 		return failed("S2", what, err)
 	}
 
@@ -409,7 +432,7 @@ func (b *bench) fanOut(ctx context.Context) result {
 	errLines := errorsLogged(br.logPath)
 	br.stop()
 	stopped = true
-	if bare.after, err = bareRun("after"); err != nil {
+	if bare.after, err = runBare("after"); err != nil {
 		return failed("S2", what, err)
 	}
 	best := bare.best()
@@ -419,9 +442,9 @@ func (b *bench) fanOut(ctx context.Context) result {
 				target: "≥ 0.70 × bare", met: yesNo(rate >= 0.70*best)},
 			readsRow,
 		},
-		line: fmt.Sprintf("S2: ratio %s — bridge %s deliveries in %v (%.0f/s), bare 16-goroutine POST loop %s; %s; bridge CPU %.1f s while delivering, peak RSS %.0f MiB, %s, %d error log lines",
+		line: fmt.Sprintf("S2: ratio %s — bridge %s deliveries in %v (%.0f/s), bare 16-goroutine POST loop %s; %s; CPU per delivery: bridge %s (%.1f s while delivering), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
 			ratio(rate, best), count(total), el.Round(time.Millisecond), rate, bare, readsLine,
-			(cpu1 - cpu0).Seconds(), mib(mem.hwm), r.extras(), errLines),
+			perMsg(cpu1-cpu0, int(total)), (cpu1 - cpu0).Seconds(), bare.cpu(), mib(mem.hwm), r.extras(), errLines),
 	}
 }
 
@@ -528,28 +551,35 @@ func (b *bench) idleScale(ctx context.Context) result {
 }
 
 // bareSamples publishes samples messages one at a time through a bare
-// ordered consumer and returns their publish→arrival times.
+// ordered consumer in a process of its own and returns their
+// publish→arrival times.
 func (b *bench) bareSamples(ctx context.Context, s stream, samples int) ([]time.Duration, error) {
 	subject := s.prefix + ".bare"
-	stop, err := b.bareConsumer(ctx, s, subject)
+	c, err := b.bareConsumer(ctx, s, subject)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	fail := func(err error) ([]time.Duration, error) {
+		c.kill()
+		return nil, err
+	}
 	first, err := b.lastSeq(ctx, s)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	r := newRun(1, samples, first+1, true)
 	b.sink.start(r)
 	for i := range samples {
 		if err := b.publishOne(ctx, subject); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := waitCount(ctx, r, int64(i+1), 10*time.Second); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := c.finish(stallAfter); err != nil {
+		return nil, err
 	}
 	return r.latencies(), nil
 }
@@ -594,22 +624,31 @@ func (b *bench) liveLatency(ctx context.Context) result {
 	}
 	defer b.deleteStream(s)
 
-	// The baseline runs with no bridge running, before and after it.
+	// The baseline runs with no bridge running, before and after it, in a
+	// process of its own.
 	bareSubject := s.prefix + ".bare"
-	bareRun := func(when string) (lat, error) {
-		logf("S4: baseline %s, ordered consumer → sequential POST", when)
-		stopBare, err := b.bareConsumer(ctx, s, bareSubject)
+	type bareLive struct {
+		lat
+		cpu time.Duration
+	}
+	runBare := func(when string) (bareLive, error) {
+		logf("S4: baseline %s, ordered consumer → sequential POST, in a process of its own", when)
+		c, err := b.bareConsumer(ctx, s, bareSubject)
 		if err != nil {
-			return lat{}, err
+			return bareLive{}, fmt.Errorf("baseline: %w", err)
 		}
 		got, err := b.paced(ctx, s, bareSubject, n, "S4 baseline")
-		stopBare()
 		if err != nil {
-			return lat{}, fmt.Errorf("baseline: %w", err)
+			c.kill()
+			return bareLive{}, fmt.Errorf("baseline: %w", err)
 		}
-		return summarize(got), nil
+		rep, err := c.finish(stallAfter)
+		if err != nil {
+			return bareLive{}, fmt.Errorf("baseline: %w", err)
+		}
+		return bareLive{summarize(got), rep.CPU}, nil
 	}
-	before, err := bareRun("before")
+	before, err := runBare("before")
 	if err != nil {
 		return failed("S4", what, err)
 	}
@@ -634,14 +673,16 @@ func (b *bench) liveLatency(ctx context.Context) result {
 		return failed("S4", what, err)
 	}
 	logf("S4: bridge")
+	cpu0, _ := cpuTime(br.pid())
 	got, err := b.paced(ctx, s, liveSubject, n, "S4 bridge")
 	if err != nil {
 		return failed("S4", what, err)
 	}
+	cpu1, _ := cpuTime(br.pid())
 	errLines := errorsLogged(br.logPath)
 	br.stop()
 	stopped = true
-	after, err := bareRun("after")
+	after, err := runBare("after")
 	if err != nil {
 		return failed("S4", what, err)
 	}
@@ -658,8 +699,9 @@ func (b *bench) liveLatency(ctx context.Context) result {
 			{what: "S4 live latency p99", bridge: ms(br4.p99), baseline: ms(bare.p99), ratio: fmt.Sprintf("%.2f", r99), target: "≤ 2 × bare", met: yesNo(r99 <= 2)},
 			{what: "S4 live latency max", bridge: ms(br4.max), baseline: ms(bare.max), ratio: ratio(float64(br4.max), float64(bare.max)), target: "-", met: "-"},
 		},
-		line: fmt.Sprintf("S4: ratio p50 %.2f, p99 %.2f — %d messages at %d/s: bridge %s; bare ordered consumer before %s, after %s; %d error log lines",
-			r50, r99, n, b.sz.s4Rate, br4, before, after, errLines),
+		line: fmt.Sprintf("S4: ratio p50 %.2f, p99 %.2f — %d messages at %d/s: bridge %s; bare ordered consumer before %s, after %s; CPU per message: bridge %s, bare consumer %s before, %s after; %d error log lines",
+			r50, r99, n, b.sz.s4Rate, br4, before.lat, after.lat,
+			perMsg(cpu1-cpu0, n), perMsg(before.cpu, n), perMsg(after.cpu, n), errLines),
 	}
 }
 

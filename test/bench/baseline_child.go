@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// childArg, as the first argument, runs the bench binary as a baseline
+// process instead of the benchmark:
+//
+//	bench baseline post -url URL -n N -workers W -size BYTES
+//	bench baseline consumer -nats URL -stream NAME -subject FILTER -url URL
+//
+// post times n POSTs and reports once. consumer reports {"ready":true}
+// once its ordered consumer exists, POSTs every new message until its
+// stdin closes, then reports. Reports are JSON lines on stdout
+// (childReport); complaints go to stderr.
+const childArg = "baseline"
+
+func childMain(args []string) int {
+	out := json.NewEncoder(os.Stdout)
+	fail := func(err error) int {
+		_ = out.Encode(childReport{Error: err.Error()})
+		return 1
+	}
+	if len(args) == 0 {
+		return fail(errors.New("baseline: no mode (post or consumer)"))
+	}
+	mode := args[0]
+	fs := flag.NewFlagSet(childArg+" "+mode, flag.ContinueOnError)
+	url := fs.String("url", "", "the sink URL to POST to")
+	n := fs.Int("n", 0, "post: timed POSTs")
+	workers := fs.Int("workers", 1, "post: goroutines, each sequential on its own connection")
+	size := fs.Int("size", kib, "post: body bytes")
+	natsURL := fs.String("nats", "", "consumer: nats-server URL")
+	streamName := fs.String("stream", "", "consumer: stream")
+	subject := fs.String("subject", "", "consumer: subject filter")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fail(err)
+	}
+	if *url == "" {
+		return fail(errors.New("baseline: -url is required"))
+	}
+
+	// Interrupted with the bench (a terminal's ^C reaches the whole
+	// process group), the child stops rather than reports half a figure.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	client := bareClient()
+	defer client.CloseIdleConnections()
+
+	var rep childReport
+	var err error
+	switch mode {
+	case "post":
+		if *n <= 0 || *workers <= 0 {
+			return fail(errors.New("baseline post: -n and -workers must be positive"))
+		}
+		rep, err = postLoop(ctx, client, *url, *n, *workers, bytes.Repeat([]byte{'x'}, *size))
+	case "consumer":
+		if *natsURL == "" || *streamName == "" || *subject == "" {
+			return fail(errors.New("baseline consumer: -nats, -stream and -subject are required"))
+		}
+		stdinClosed := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(stdinClosed)
+		}()
+		rep, err = consumeAndPost(ctx, client, *natsURL, *streamName, *subject, *url, out, stdinClosed)
+	default:
+		return fail(fmt.Errorf("baseline: unknown mode %q (post or consumer)", mode))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := out.Encode(rep); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// bareClient is the baselines' HTTP client: keep-alive, enough idle
+// connections for the fan-out baseline's goroutines, and a timeout so a
+// stuck sink fails the baseline instead of hanging the run.
+func bareClient() *http.Client {
+	return &http.Client{
+		Timeout: stallAfter,
+		Transport: &http.Transport{
+			MaxIdleConns:        64,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
+}
+
+// selfCPU is this process's CPU so far, read from /proc as the bridge's
+// is; 0 where there is no /proc.
+func selfCPU() time.Duration {
+	d, err := cpuTime(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// post sends one POST and reads the answer, as the bridge's sender does.
+func post(ctx context.Context, client *http.Client, url string, body []byte, webhookID string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if webhookID != "" {
+		req.Header.Set("Webhook-Id", webhookID)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("sink answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// postLoop sends n POSTs of body from workers goroutines, each sequential
+// on its own keep-alive connection, and reports how long they took.
+func postLoop(ctx context.Context, client *http.Client, url string, n, workers int, body []byte) (childReport, error) {
+	// One POST per worker first, so connection setup is not timed: the
+	// bridge's connections are warm too after its first message.
+	for range workers {
+		if err := post(ctx, client, url, body, ""); err != nil {
+			return childReport{}, err
+		}
+	}
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	cpu0, start := selfCPU(), time.Now()
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := post(ctx, client, url, body, ""); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el, cpu := time.Since(start), selfCPU()-cpu0
+	if firstErr != nil {
+		return childReport{}, firstErr
+	}
+	return childReport{Posts: int64(n), Elapsed: el, CPU: cpu}, nil
+}
+
+// consumeAndPost runs an ordered consumer on filter, new messages only,
+// and POSTs each message to url in order as soon as it arrives, with the
+// webhook-id the bridge would give it, until stop closes. It writes its
+// readiness on out once the consumer exists.
+func consumeAndPost(ctx context.Context, client *http.Client, natsURL, streamName, filter, url string, out *json.Encoder, stop <-chan struct{}) (childReport, error) {
+	nc, err := nats.Connect(natsURL, nats.Name("bench-baseline"))
+	if err != nil {
+		return childReport{}, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return childReport{}, err
+	}
+	cons, err := js.OrderedConsumer(ctx, streamName, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return childReport{}, fmt.Errorf("ordered consumer on %s: %w", filter, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return childReport{}, err
+	}
+	cpu0, start := selfCPU(), time.Now()
+	if err := out.Encode(childReport{Ready: true}); err != nil {
+		it.Stop()
+		return childReport{}, err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		case <-done:
+		}
+		it.Stop()
+	}()
+	var rep childReport
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return childReport{}, err
+			}
+			break
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "baseline consumer:", err)
+			rep.Failed++
+			continue
+		}
+		id := streamName + "-" + strconv.FormatUint(md.Sequence.Stream, 10)
+		if err := post(ctx, client, url, msg.Data(), id); err != nil {
+			fmt.Fprintln(os.Stderr, "baseline consumer:", err)
+			rep.Failed++
+			continue
+		}
+		rep.Posts++
+	}
+	if err := ctx.Err(); err != nil {
+		return childReport{}, err
+	}
+	rep.Elapsed, rep.CPU = time.Since(start), selfCPU()-cpu0
+	return rep, nil
+}
