@@ -356,6 +356,18 @@ func (db *DB) Advance(ctx context.Context, id string, p Progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	pr := progress{
+		nextSeq:   p.NextSeq,
+		delivered: p.Delivered,
+		idle:      p.Idle,
+		complete:  p.Complete,
+		at:        db.now(),
+	}
+	// Progress already pending knows the row's incarnation; only the first
+	// Advance of a flush window reads it, so a busy row costs no read.
+	if db.wb.addPending(id, pr) {
+		return nil
+	}
 	// A plain bbolt read: the incarnation does not need the overlay.
 	var inc uint64
 	err := guarded(db.path, func() error {
@@ -370,14 +382,8 @@ func (db *DB) Advance(ctx context.Context, id string, p Progress) error {
 	if err != nil {
 		return db.wrapClosed(err)
 	}
-	db.wb.add(id, progress{
-		inc:       inc,
-		nextSeq:   p.NextSeq,
-		delivered: p.Delivered,
-		idle:      p.Idle,
-		complete:  p.Complete,
-		at:        db.now(),
-	})
+	pr.inc = inc
+	db.wb.add(id, pr)
 	return nil
 }
 

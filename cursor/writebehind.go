@@ -104,6 +104,21 @@ func (w *writeBehind) add(id string, p progress) {
 	w.pending[id] = p
 }
 
+// addPending merges p into progress already pending for id, taking that
+// entry's incarnation, and reports whether there was one. The row cannot
+// have been deleted meanwhile: Delete discards its pending progress.
+func (w *writeBehind) addPending(id string, p progress) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old, ok := w.pending[id]
+	if !ok {
+		return false
+	}
+	p.inc = old.inc
+	w.pending[id] = old.then(p)
+	return true
+}
+
 // claim moves id's pending progress into the write transaction txID.
 func (w *writeBehind) claim(txID int, id string) (progress, bool) {
 	w.mu.Lock()
