@@ -128,6 +128,9 @@ func decode(data []byte) ([]streamResponse, error) {
 	if !utf8.Valid(v) {
 		return nil, fmt.Errorf("is not valid UTF-8 (byte %d)", len(data)-len(v)+invalidAt(v))
 	}
+	if events, ok := decodeFast(v); ok {
+		return events, nil
+	}
 	if v[0] != '[' {
 		events := make([]streamResponse, 1)
 		if err := json.Unmarshal(v, &events[0]); err != nil {

@@ -2,7 +2,7 @@
 // outbox namespace, in the HTTP binding's binary or structured content mode.
 //
 // Events are built with the CloudEvents SDK and written with the SDK's HTTP
-// binding. The package's own code only chooses the attributes, percent-encodes
+// binding (binary mode) or its JSON event writer (structured mode). The package's own code only chooses the attributes, percent-encodes
 // ce- header values (the binding requires it; the SDK does not do it) and
 // checks what the SDK would let through. It must never send a request, never
 // touch the store, and never forward a NATS header other than those it maps:
@@ -92,11 +92,10 @@ type Projection struct {
 	// the daemon; CheckSource lets the caller refuse it at start-up instead.
 	sourceErr error
 
-	// binary and structured carry the SDK's encoding preferences for
-	// binding.Write. They hold values only, never a deadline or a
-	// cancellation; they are built once because Write reads them per call.
-	binary     context.Context
-	structured context.Context
+	// binary carries the SDK's encoding preference for binding.Write. It
+	// holds values only, never a deadline or a cancellation; it is built
+	// once because Write reads it per call.
+	binary context.Context
 }
 
 var _ projection.Projection = (*Projection)(nil)
@@ -111,10 +110,9 @@ func New(opts ...Option) *Projection {
 		o.source = "/jetstream/" + o.stream
 	}
 	p := &Projection{
-		stream:     o.stream,
-		typ:        o.typ,
-		binary:     binding.WithForceBinary(context.Background()),
-		structured: binding.UseFormatForEvent(binding.WithForceStructured(context.Background()), jsonFormat{}),
+		stream: o.stream,
+		typ:    o.typ,
+		binary: binding.WithForceBinary(context.Background()),
 	}
 	if err := CheckSource(o.source); err != nil {
 		p.sourceErr = err
@@ -256,18 +254,29 @@ func seqValue(seq uint64) any {
 	return strconv.FormatUint(seq, 10)
 }
 
-// write encodes e with the SDK's HTTP binding onto a request made only to
-// collect the headers and the body, then percent-encodes the ce- values.
+// write encodes e in binary mode with the SDK's HTTP binding onto a request
+// made only to collect the headers and the body, then percent-encodes the
+// ce- values; in structured mode it writes e with the SDK's JSON writer.
 func (p *Projection) write(e *event.Event, structured bool) (projection.Message, error) {
-	ctx := p.binary
 	if structured {
-		ctx = p.structured
+		// The binding's structured mode sets Content-Type and sends what the
+		// format writes; done here, the body is not copied once more.
 		chooseDataEncoding(e)
-	} else if dct := e.DataContentType(); isEventFormat(dct) {
+		body, err := jsonFormat{}.Marshal(e)
+		if err != nil {
+			return projection.Message{}, fmt.Errorf("encode event %q: %w", e.ID(), err)
+		}
+		return projection.Message{
+			ID:     e.ID(),
+			Header: http.Header{"Content-Type": {jsonFormat{}.MediaType()}},
+			Body:   body,
+		}, nil
+	}
+	if dct := e.DataContentType(); isEventFormat(dct) {
 		return projection.Message{}, fmt.Errorf("datacontenttype %q would read as a structured event in binary mode; register with format %q", dct, FormatStructured)
 	}
 	req := &http.Request{Header: make(http.Header, 8)}
-	if err := cehttp.WriteRequest(ctx, binding.ToMessage(e), req); err != nil {
+	if err := cehttp.WriteRequest(p.binary, binding.ToMessage(e), req); err != nil {
 		return projection.Message{}, fmt.Errorf("encode event %q: %w", e.ID(), err)
 	}
 	for k, vs := range req.Header {

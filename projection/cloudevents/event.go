@@ -3,7 +3,6 @@ package cloudevents
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/jetstream-bridge/bridge/projection/internal/jsonscan"
 )
 
 // decodeStructured reads a record whose payload is a structured CloudEvent.
@@ -221,8 +222,8 @@ func chooseDataEncoding(e *event.Event) {
 	}
 	mt, _ := e.Context.GetDataMediaType()
 	if sdkJSON(mt) {
-		// json.Valid does not check UTF-8, which JSON requires.
-		e.DataBase64 = !utf8.Valid(e.DataEncoded) || !json.Valid(e.DataEncoded)
+		// JSON must be UTF-8, which json.Valid does not check; jsonscan.Valid does.
+		e.DataBase64 = !jsonscan.Valid(e.DataEncoded)
 		return
 	}
 	if !e.DataBase64 && !utf8.Valid(e.DataEncoded) {
