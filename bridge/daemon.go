@@ -64,8 +64,40 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		d.workers[w.ns] = w
 		w.gone = d.router.remove
 		w.advanced = d.kickFlush
+		w.recreated = d.checkIdentity
+		if d.identity != nil {
+			w.parkings = d.identity.parkings.Load
+		}
+	}
+	if d.identity != nil {
+		// The tail and the workers' journals are usually one reader;
+		// confirming it more than once is harmless.
+		for _, j := range append([]any{tail}, journals(workers)...) {
+			if c, ok := j.(StreamConfirmer); ok {
+				d.identity.confirm = append(d.identity.confirm, c)
+			}
+		}
 	}
 	return d
+}
+
+func journals(workers []*Worker) []any {
+	out := make([]any, len(workers))
+	for i, w := range workers {
+		out[i] = w.journal
+	}
+	return out
+}
+
+// checkIdentity runs the stream identity check now, for a turn whose read
+// found the stream re-created: it parks every registration before the
+// journal serves the new stream. Without a check configured nothing can
+// vouch for the cursors, so the journal keeps refusing.
+func (d *Daemon) checkIdentity(ctx context.Context) error {
+	if d.identity == nil {
+		return errors.New("the journal stream was re-created and this daemon does not check the stream's identity")
+	}
+	return d.identity.check(ctx)
 }
 
 // Wake tells the daemon that these registrations changed (created,

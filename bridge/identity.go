@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -20,10 +22,22 @@ type Meta interface {
 // would name a different message: delivering from there would send the
 // wrong messages or skip the new ones. Every registration that is not
 // completed is parked instead, with an error saying so.
+//
+// The check runs at start, every second, and at once when a read finds the
+// stream re-created (journal.ErrStreamRecreated). A journal that holds
+// reads back after a re-creation (see StreamConfirmer) is told the new
+// stream once every registration is parked, never before.
 func WithStreamIdentity(stream string, created func(context.Context) (time.Time, error), meta Meta) DaemonOption {
 	return func(d *Daemon) {
 		d.identity = &identityWatch{stream: stream, created: created, meta: meta, store: d.store, log: d}
 	}
+}
+
+// StreamConfirmer is a journal that serves nothing from a re-created
+// stream until told that the cursors taken against the old one were dealt
+// with (journal.Reader is one).
+type StreamConfirmer interface {
+	ConfirmStream(created time.Time) bool
 }
 
 type identityWatch struct {
@@ -32,11 +46,24 @@ type identityWatch struct {
 	meta    Meta
 	store   cursor.Store
 	log     *Daemon
+	// confirm are the journals to tell once the stream in force is
+	// recorded and the registrations of an older one parked.
+	confirm []StreamConfirmer
+	// mu makes one check at a time: the ticker's and those of every turn
+	// that read a re-created stream at once.
+	mu sync.Mutex
+	// parkings counts the checks that parked every registration. It moves
+	// after the parking and before the journals are told the new stream,
+	// so a turn that read its row before the parking sees it move by the
+	// time its read can succeed.
+	parkings atomic.Uint64
 }
 
 func (iw *identityWatch) key() string { return "stream-created/" + iw.stream }
 
 func (iw *identityWatch) check(ctx context.Context) error {
+	iw.mu.Lock()
+	defer iw.mu.Unlock()
 	now, err := iw.created(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the creation time of stream %s: %w", iw.stream, err)
@@ -47,18 +74,32 @@ func (iw *identityWatch) check(ctx context.Context) error {
 		return err
 	}
 	if string(was) == string(stamp) {
+		iw.confirmed(now)
 		return nil
 	}
 	if len(was) > 0 {
 		reason := fmt.Sprintf("stream %s was deleted and re-created (created %s, cursors were set against the stream created %s): its sequences restarted, so this cursor no longer names the same message; rewind (bridge rewind --seq N ID) and unpark to go on",
 			iw.stream, stamp, was)
 		n, err := iw.parkAll(ctx, reason)
+		iw.parkings.Add(1)
 		if err != nil {
 			return err
 		}
 		iw.log.log.Error("journal stream was re-created; parked every registration that was not completed", "stream", iw.stream, "parked", n)
 	}
-	return iw.meta.PutMeta(ctx, iw.key(), stamp)
+	if err := iw.meta.PutMeta(ctx, iw.key(), stamp); err != nil {
+		return err
+	}
+	iw.confirmed(now)
+	return nil
+}
+
+// confirmed lets the journals serve the stream created at now: every
+// registration whose cursor was taken against another one is parked.
+func (iw *identityWatch) confirmed(now time.Time) {
+	for _, c := range iw.confirm {
+		c.ConfirmStream(now)
+	}
 }
 
 func (iw *identityWatch) parkAll(ctx context.Context, reason string) (int, error) {

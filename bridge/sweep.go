@@ -202,6 +202,7 @@ func (w *Worker) Sweep(ctx context.Context, at time.Time, limit int) (Report, er
 // than the previous turn's last acknowledgement.
 func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, bool, error) {
 	defer w.sched.release(id)
+	parked := w.parkingsNow()
 	reg, err := w.store.Get(ctx, id)
 	if errors.Is(err, cursor.ErrNotFound) {
 		w.forget(id)
@@ -217,7 +218,7 @@ func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, 
 	if !w.due(reg, at) {
 		return progress{}, false, nil
 	}
-	p, more, err := w.serveTurn(ctx, reg, at)
+	p, more, err := w.serveTurn(ctx, reg, at, parked)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.sched.later(id)

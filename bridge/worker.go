@@ -11,6 +11,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -80,6 +81,14 @@ type Worker struct {
 	// advanced is told of every acknowledged cursor move, so the daemon
 	// flushes when there is something to flush and sleeps otherwise.
 	advanced func()
+	// recreated is called when a read finds the journal stream re-created:
+	// the daemon checks the stream's identity at once, parking every
+	// registration, instead of waiting for its next periodic check.
+	recreated func(context.Context) error
+	// parkings counts the daemon's identity checks that parked every
+	// registration: a turn that read its row before one and the journal
+	// after it must not deliver from the cursor it read.
+	parkings func() uint64
 	cache    *projectionCache
 }
 
@@ -183,11 +192,21 @@ type turn struct {
 
 // serveTurn drains one page of one registration's backlog, as far as its
 // receiver allows, and reports whether more is waiting.
-func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time.Time) (progress, bool, error) {
+// parked is the parkings count read before reg was.
+func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time.Time, parked uint64) (progress, bool, error) {
 	t := &turn{reg: reg, at: at, next: reg.NextSeq, attempts: reg.Attempts}
 	page, err := w.journal.Read(ctx, reg.Subject, reg.NextSeq, DrainPage)
+	if errors.Is(err, journal.ErrStreamRecreated) {
+		return t.p, false, w.streamRecreated(ctx, reg, err)
+	}
 	if err != nil {
 		return t.p, false, fmt.Errorf("read journal for %s at %d: %w", reg.ID, reg.NextSeq, err)
+	}
+	if w.parkingsNow() != parked {
+		// The stream was re-created and this row parked after it was
+		// read: the page is the new stream's, the cursor the old one's.
+		w.sched.later(reg.ID)
+		return t.p, false, nil
 	}
 	w.prefetch(ctx, reg.Subject, &page)
 	if err := w.skip(ctx, t, &page); err != nil {
@@ -213,6 +232,30 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 		return t.p, false, err
 	}
 	return t.p, !idle, nil
+}
+
+func (w *Worker) parkingsNow() uint64 {
+	if w.parkings == nil {
+		return 0
+	}
+	return w.parkings()
+}
+
+// streamRecreated ends a turn whose cursor was taken against a stream that
+// was deleted and created again: nothing is delivered, and the daemon's
+// identity check parks every registration (this one included) before the
+// journal serves the new stream. The registration is looked at again at
+// the next tick, when it is parked or, if the check could not run, retried.
+func (w *Worker) streamRecreated(ctx context.Context, reg cursor.Registration, readErr error) error {
+	w.sched.later(reg.ID)
+	if w.recreated == nil {
+		return fmt.Errorf("read journal for %s at %d: %w", reg.ID, reg.NextSeq, readErr)
+	}
+	w.log.Debug("journal stream re-created under this cursor; checking the stream's identity", "registration", reg.ID, "nextSeq", reg.NextSeq)
+	if err := w.recreated(ctx); err != nil {
+		return fmt.Errorf("read journal for %s at %d: %w; checking the stream's identity: %w", reg.ID, reg.NextSeq, readErr, err)
+	}
+	return nil
 }
 
 // prefetch starts reading the page after a full one while this one is

@@ -32,6 +32,32 @@ const (
 // ErrClosed is returned by a Reader after Close.
 var ErrClosed = errors.New("journal: reader is closed")
 
+// ErrStreamRecreated is matched (errors.Is) by the *RecreatedError that
+// Read returns while a re-created stream awaits ConfirmStream.
+var ErrStreamRecreated = errors.New("journal: stream was deleted and re-created")
+
+// RecreatedError reports that the stream the reader serves was deleted and
+// created again. Its sequences restarted, so a sequence taken against the
+// old stream names another message in the new one: Read serves nothing
+// until the caller has dealt with its old sequences and calls ConfirmStream.
+type RecreatedError struct {
+	Stream string
+	// Was is the creation time reads were confirmed against; Now is the
+	// current stream's.
+	Was, Now time.Time
+}
+
+func (e *RecreatedError) Error() string {
+	return fmt.Sprintf("journal: stream %s was deleted and re-created (created %s, reads were confirmed against the stream created %s): its sequences restarted",
+		e.Stream, e.Now.UTC().Format(time.RFC3339Nano), e.Was.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrStreamRecreated) hold.
+func (e *RecreatedError) Is(target error) bool { return target == ErrStreamRecreated }
+
+// errUnsettled ends a read during which the stream kept changing under it.
+var errUnsettled = errors.New("journal: the stream changed during the read (consumer reset or re-creation); read again")
+
 // Page is one answer to Read.
 type Page struct {
 	// Records are the messages matching the filter with From <= Seq,
@@ -168,7 +194,12 @@ type Reader struct {
 	state  StreamState
 	known  bool
 	gen    uint64 // changes when the stream is re-created
-	runs   *runCache
+	// confirmed is the creation time of the stream the caller's sequences
+	// are taken against: the first one the reader learns, then whatever
+	// ConfirmStream accepts. Read serves nothing while state.Created
+	// differs from it.
+	confirmed time.Time
+	runs      *runCache
 	// flights are the fetches in progress, so identical reads share one.
 	flights    map[flightKey]*flight
 	flightsWG  sync.WaitGroup
@@ -178,6 +209,9 @@ type Reader struct {
 	ring      ring
 	tailing   atomic.Bool
 	tailReset chan struct{}
+	// doubts counts the signs that the stream may have changed (a consumer
+	// error, a re-creation seen): a read that overlaps one is not trusted.
+	doubts atomic.Uint64
 }
 
 type flightKey struct {
@@ -287,6 +321,14 @@ func (r *Reader) Stats() Stats {
 // fetch from the server shared by every identical read in flight. A page
 // may hold fewer than limit records without being caught up; only CaughtUp
 // says nothing more is there.
+//
+// After the stream was deleted and created again, Read returns a
+// *RecreatedError (errors.Is ErrStreamRecreated) and serves no record, from
+// memory or the server, until ConfirmStream accepts the new stream: a
+// sequence the caller took against the old stream names another message
+// now. A read overlapped by a sign that the stream changed (the tail's
+// consumer reset or failed) is discarded and made again once the stream's
+// identity is checked.
 func (r *Reader) Read(ctx context.Context, filter string, from uint64, limit int) (Page, error) {
 	if err := validateFilter(filter); err != nil {
 		return Page{}, err
@@ -294,8 +336,22 @@ func (r *Reader) Read(ctx context.Context, filter string, from uint64, limit int
 	if limit <= 0 {
 		return Page{}, fmt.Errorf("journal: read of %s asks for %d messages; want at least 1", filter, limit)
 	}
+	for range 3 {
+		doubts := r.doubts.Load()
+		pg, err := r.read(ctx, filter, from, limit)
+		if err != nil || r.doubts.Load() == doubts {
+			return pg, err
+		}
+	}
+	return Page{}, errUnsettled
+}
+
+func (r *Reader) read(ctx context.Context, filter string, from uint64, limit int) (Page, error) {
 	st, err := r.current(ctx)
 	if err != nil {
+		return Page{}, err
+	}
+	if err := r.confirmedAgainst(st); err != nil {
 		return Page{}, err
 	}
 	from = max(from, 1)
@@ -430,6 +486,7 @@ func (r *Reader) fly(key flightKey, f *flight, g getter, n int, gen uint64) {
 	if errors.Is(err, errNoResponders) {
 		// The stream is gone or stopped allowing direct gets: ask again.
 		r.known = false
+		r.doubts.Add(1)
 	}
 	if err == nil && len(recs) > 0 && gen == r.gen {
 		r.runs.insert(v)
@@ -540,8 +597,16 @@ func (r *Reader) refresh(ctx context.Context) (StreamState, error) {
 // forgets every message held for the old one.
 func (r *Reader) apply(st StreamState) {
 	r.mu.Lock()
-	recreated := r.known && !st.Created.Equal(r.state.Created)
+	if r.confirmed.IsZero() {
+		// The first stream the reader sees is the one its caller means.
+		r.confirmed = st.Created
+	}
+	// The last state seen is compared even when it is no longer trusted
+	// (known false after a failed read): a re-creation during an outage
+	// counts too.
+	recreated := !r.state.Created.IsZero() && !st.Created.Equal(r.state.Created)
 	if recreated {
+		r.doubts.Add(1)
 		r.gen++
 		r.runs.clear()
 		r.ring.clear()
@@ -564,6 +629,49 @@ func (r *Reader) apply(st StreamState) {
 		r.log.Warn("journal stream does not allow direct gets; reading one message per request (set allow_direct on the stream for batched reads)",
 			"stream", r.stream)
 	}
+}
+
+// ConfirmStream tells the reader that the caller has dealt with the stream
+// created at created (for the bridge: parked every registration whose
+// cursor was taken against an older one), so Read may serve it. It reports
+// whether reads go ahead now; false means the stream the reader knows is
+// another one (re-created again since), which must be confirmed in turn.
+func (r *Reader) ConfirmStream(created time.Time) bool {
+	r.mu.Lock()
+	if created.IsZero() || !r.state.Created.Equal(created) {
+		r.mu.Unlock()
+		return false
+	}
+	changed := !r.confirmed.Equal(created)
+	r.confirmed = created
+	r.mu.Unlock()
+	if changed {
+		r.log.Info("journal stream identity confirmed; reads resume", "stream", r.stream, "created", created)
+	}
+	return true
+}
+
+// confirmedAgainst refuses st when it is not the stream the caller's
+// sequences were taken against.
+func (r *Reader) confirmedAgainst(st StreamState) error {
+	r.mu.Lock()
+	was := r.confirmed
+	r.mu.Unlock()
+	if st.Created.Equal(was) {
+		return nil
+	}
+	return &RecreatedError{Stream: r.stream, Was: was, Now: st.Created}
+}
+
+// distrust makes the next read ask the server for the stream's state
+// before serving anything, and discards reads in progress: the tail saw a
+// sign that the stream may have been deleted (a deleted consumer, missed
+// heartbeats, no responders).
+func (r *Reader) distrust() {
+	r.mu.Lock()
+	r.known = false
+	r.mu.Unlock()
+	r.doubts.Add(1)
 }
 
 // noteLast raises the highest sequence known to exist.

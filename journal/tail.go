@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,8 +24,16 @@ var errTailRestart = errors.New("journal: stream re-created; tail restarts")
 // whenever it misses heartbeats, is deleted, or the connection comes back,
 // so a server restart loses no notification. It starts at the last sequence
 // + 1 as of the start, so nothing stored between that look and the
-// consumer's creation is missed. When Info reports the stream re-created,
-// the tail starts again at the new stream's first message.
+// consumer's creation is missed. When the stream is re-created, the tail
+// starts again at the new stream's first message.
+//
+// A recreated consumer resumes after the last sequence it delivered, and it
+// cannot tell that the stream under that name is another one now: it would
+// hand on the new stream's messages as if they followed the old ones. So
+// the first message from each consumer (a new consumer name) is held until
+// the stream's creation time is checked: a re-created stream drops the
+// ring, makes Read refuse old sequences (see ConfirmStream) and restarts
+// the tail; a check that fails restarts the tail at that message.
 //
 // A read that reaches the ring's head is caught up as of the tail: a
 // message stored but not yet received is missing from that page, and its
@@ -43,28 +52,45 @@ func (r *Reader) Tail(ctx context.Context, notify func(subject string, seq uint6
 		return errors.New("journal: Tail is already running on this reader")
 	}
 	defer r.tailing.Store(false)
-	fromHead := true
+	r.mu.Lock()
+	gen := r.gen
+	r.mu.Unlock()
+	var resume uint64 // 0: after the stream's last message
 	for {
-		err := r.tailOnce(ctx, notify, fromHead)
+		run, err := r.tailOnce(ctx, notify, gen, resume)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if !errors.Is(err, errTailRestart) {
 			return err
 		}
-		// Everything in the new stream is news to the caller.
-		fromHead = false
-		r.log.Info("journal tail restarting on the re-created stream", "stream", r.stream)
+		gen, resume = run.gen, run.resume.Load()
+		r.log.Info("journal tail restarting", "stream", r.stream)
 	}
 }
 
+// tailRun is one ordered consumer's run of the tail.
+type tailRun struct {
+	ctx   context.Context
+	epoch uint64 // of the ring this run feeds
+	gen   uint64 // the stream generation the run started on
+	// consumer is the name of the ordered consumer that delivered last;
+	// only the delivery goroutine touches it.
+	consumer string
+	// resume is where the next run starts on the same stream when this
+	// one gave up on a message it could not vouch for; 0 when none did.
+	resume atomic.Uint64
+}
+
 // tailOnce runs one ordered consumer until ctx ends or the stream is
-// re-created. It starts after the stream's last message, or at its first
-// when fromHead is false.
-func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), fromHead bool) error {
+// re-created. It starts after the stream's last message, at resume when
+// the previous run gave up there, or at the first message when the stream
+// is not the one of generation gen any more.
+func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen, resume uint64) (*tailRun, error) {
+	run := &tailRun{ctx: ctx, gen: gen}
 	st, err := r.refresh(ctx)
 	if err != nil {
-		return err
+		return run, err
 	}
 	// The state just read is the one this run starts from; an older
 	// re-creation signal is already accounted for.
@@ -72,26 +98,36 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), from
 	case <-r.tailReset:
 	default:
 	}
+	r.mu.Lock()
+	run.gen = r.gen
+	r.mu.Unlock()
 	start := st.LastSeq + 1
-	if !fromHead {
+	switch {
+	case run.gen != gen:
+		// Everything in the new stream is news to the caller.
 		start = max(st.FirstSeq, 1)
+	case resume > 0:
+		start = min(max(resume, st.FirstSeq), st.LastSeq+1)
 	}
-	epoch := r.ring.restart(start, st.LastSeq)
-	defer r.ring.stop(epoch)
+	run.epoch = r.ring.restart(start, st.LastSeq)
+	defer r.ring.stop(run.epoch)
 	cons, err := r.js.OrderedConsumer(ctx, r.stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   start,
 	})
 	if err != nil {
-		return fmt.Errorf("journal: starting the tail of stream %s at %d: %w", r.stream, start, err)
+		return run, fmt.Errorf("journal: starting the tail of stream %s at %d: %w", r.stream, start, err)
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { r.tailed(epoch, msg, notify) },
+	cc, err := cons.Consume(func(msg jetstream.Msg) { r.tailed(run, msg, notify) },
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			// The consumer may be gone with its stream: reads check the
+			// stream before serving anything more.
+			r.distrust()
 			r.log.Warn("journal tail: consumer error; the ordered consumer recovers by itself",
 				"stream", r.stream, "error", err)
 		}))
 	if err != nil {
-		return fmt.Errorf("journal: consuming the tail of stream %s at %d: %w", r.stream, start, err)
+		return run, fmt.Errorf("journal: consuming the tail of stream %s at %d: %w", r.stream, start, err)
 	}
 	defer func() {
 		cc.Stop()
@@ -99,15 +135,15 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), from
 	}()
 	select {
 	case <-ctx.Done():
-		return nil
+		return run, nil
 	case <-r.tailReset:
-		return errTailRestart
+		return run, errTailRestart
 	}
 }
 
 // tailed puts one message in the ring, then wakes the caller: a read that
 // the notification triggers finds the message in memory.
-func (r *Reader) tailed(epoch uint64, msg jetstream.Msg, notify func(string, uint64)) {
+func (r *Reader) tailed(run *tailRun, msg jetstream.Msg, notify func(string, uint64)) {
 	md, err := msg.Metadata()
 	if err != nil {
 		r.log.Warn("journal tail: message without metadata ignored", "stream", r.stream, "subject", msg.Subject(), "error", err)
@@ -123,10 +159,41 @@ func (r *Reader) tailed(epoch uint64, msg jetstream.Msg, notify func(string, uin
 	if h := msg.Headers(); len(h) > 0 {
 		rec.Header = h
 	}
-	if !r.ring.push(epoch, rec) {
+	if md.Consumer != run.consumer && !r.vouch(run, rec.Seq) {
+		return
+	}
+	run.consumer = md.Consumer
+	if !r.ring.push(run.epoch, rec) {
 		return // notified already, or from a consumer that was replaced
 	}
 	r.noteLast(rec.Seq)
 	r.stats.tail.Add(1)
 	notify(rec.Subject, rec.Seq)
+}
+
+// vouch checks, before the first message of a new ordered consumer is
+// used, that the stream is still the one the run started on. When it was
+// re-created, refresh has dropped the ring (so this run pushes nothing
+// more) and restarts the tail; when the check fails, the ring is dropped
+// and the tail restarts at seq.
+func (r *Reader) vouch(run *tailRun, seq uint64) bool {
+	_, err := r.refresh(run.ctx)
+	r.mu.Lock()
+	same := r.gen == run.gen
+	r.mu.Unlock()
+	if err == nil && same {
+		return true
+	}
+	if err != nil {
+		r.log.Warn("journal tail: cannot check the stream after its consumer was recreated; restarting the tail",
+			"stream", r.stream, "seq", seq, "error", err)
+		r.ring.clear()
+		r.distrust()
+		run.resume.Store(seq)
+		select {
+		case r.tailReset <- struct{}{}:
+		default:
+		}
+	}
+	return false
 }

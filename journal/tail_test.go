@@ -212,6 +212,13 @@ func TestInfoSeesTheStreamRecreated(t *testing.T) {
 		}
 	}
 	expectNotes(t, notes, fresh[1:])
+	// Reads wait for the caller to confirm the new stream.
+	if _, err := r.Read(ctx, "journal.orders.>", 1, 256); !errors.Is(err, journal.ErrStreamRecreated) {
+		t.Fatalf("read before confirming the new stream: %v; want ErrStreamRecreated", err)
+	}
+	if !r.ConfirmStream(second.Created) {
+		t.Fatal("ConfirmStream refused the stream Info reported")
+	}
 	got, _ := drain(t, r, "journal.orders.>", 1, 256)
 	sameRecords(t, "JOURNAL", got, matching(fresh, "journal.orders.>"))
 }

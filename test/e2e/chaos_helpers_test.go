@@ -276,18 +276,6 @@ func cleanFailureProblems(out string, code int, mustContain ...string) []string 
 	return problems
 }
 
-// knownBug reports a product bug the test has just shown: a skip that says
-// what is wrong in the default run, so the suite stays green until it is
-// fixed, and a failure with BRIDGE_KNOWN_BUGS=1. Once the bug is fixed the
-// test passes without reaching here.
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("BRIDGE_KNOWN_BUGS") != "" {
-		t.Fatalf("known bug: "+format, args...)
-	}
-	t.Skipf("known bug (BRIDGE_KNOWN_BUGS=1 fails here): "+format, args...)
-}
-
 func lastBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
