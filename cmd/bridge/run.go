@@ -21,13 +21,7 @@ import (
 type runConfig struct {
 	dataDir        string
 	natsURL        string
-	natsCreds      string
-	natsNKey       string
-	natsUser       string
-	natsPassword   string
-	natsTLSCA      string
-	natsTLSCert    string
-	natsTLSKey     string
+	natsSecurity   natsClientFlags
 	embeddedListen string
 	stream         string
 	streamSubjects string
@@ -78,13 +72,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.dataDir, "data-dir", "./bridge-data", "directory for bridge.db, the embedded server's JetStream store and the admin token")
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server to join (also NATS_URL); empty starts an embedded nats-server with JetStream")
-	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file")
-	fs.StringVar(&c.natsNKey, "nats-nkey", "", "NATS nkey seed file")
-	fs.StringVar(&c.natsUser, "nats-user", "", "NATS user")
-	fs.StringVar(&c.natsPassword, "nats-password", "", "NATS password")
-	fs.StringVar(&c.natsTLSCA, "nats-tls-ca", "", "CA certificate for the NATS server")
-	fs.StringVar(&c.natsTLSCert, "nats-tls-cert", "", "client certificate for NATS")
-	fs.StringVar(&c.natsTLSKey, "nats-tls-key", "", "client key for NATS")
+	c.natsSecurity.register(fs)
 	fs.StringVar(&c.embeddedListen, "embedded-listen", "127.0.0.1:4222", "client address of the embedded server")
 	fs.StringVar(&c.stream, "stream", "JOURNAL", "the journal stream")
 	fs.StringVar(&c.streamSubjects, "stream-subjects", "journal.>", "subjects (comma-separated) when the bridge creates the stream")

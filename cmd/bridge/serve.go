@@ -117,7 +117,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	}
 	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = httpSrv.Serve(ln) }()
-	log.Info("bridge running", "admin", "http://"+ln.Addr().String(), "nats", redactURL(url), "stream", c.stream, "embedded", embedded != nil)
+	log.Info("bridge running", "admin", "http://"+ln.Addr().String(), "nats", redactURLs(url), "stream", c.stream, "embedded", embedded != nil)
 
 	if c.debugListen != "" {
 		stopDebug, err := serveDebug(c.debugListen, log)
@@ -217,34 +217,20 @@ func connectNATS(c *runConfig, url string, embedded *server.Server, log *slog.Lo
 			log.Warn("disconnected from NATS; delivery pauses until it is back", "error", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("reconnected to NATS; delivery resumes", "server", redactURL(nc.ConnectedUrl()))
+			log.Info("reconnected to NATS; delivery resumes", "server", redactURLs(nc.ConnectedUrl()))
 		}),
 	}
 	if embedded != nil {
 		opts = append(opts, nats.InProcessServer(embedded))
 	}
-	if c.natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(c.natsCreds))
+	security, err := c.natsSecurity.options()
+	if err != nil {
+		return nil, err
 	}
-	if c.natsNKey != "" {
-		o, err := nats.NkeyOptionFromSeed(c.natsNKey)
-		if err != nil {
-			return nil, fmt.Errorf("--nats-nkey: %w", err)
-		}
-		opts = append(opts, o)
-	}
-	if c.natsUser != "" {
-		opts = append(opts, nats.UserInfo(c.natsUser, c.natsPassword))
-	}
-	if c.natsTLSCA != "" {
-		opts = append(opts, nats.RootCAs(c.natsTLSCA))
-	}
-	if c.natsTLSCert != "" || c.natsTLSKey != "" {
-		opts = append(opts, nats.ClientCert(c.natsTLSCert, c.natsTLSKey))
-	}
+	opts = append(opts, security...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to NATS at %s: %w", redactURL(url), err)
+		return nil, fmt.Errorf("connecting to NATS at %s: %w", redactURLs(url), err)
 	}
 	return nc, nil
 }
@@ -291,20 +277,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// redactURL drops userinfo so a password in --nats-url never reaches a log.
-func redactURL(raw string) string {
-	var out []string
-	for _, u := range strings.Split(raw, ",") {
-		if at := strings.LastIndex(u, "@"); at >= 0 {
-			if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
-				u = u[:scheme+3] + "redacted@" + u[at+1:]
-			}
-		}
-		out = append(out, u)
-	}
-	return strings.Join(out, ",")
 }
 
 // journalBounds adapts the reader to what the admin API needs to resolve
