@@ -70,6 +70,7 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		}
 	}
 	if d.identity != nil {
+		d.identity.log = d.log
 		// The tail and the workers' journals are usually one reader;
 		// confirming it more than once is harmless.
 		for _, j := range append([]any{tail}, journals(workers)...) {

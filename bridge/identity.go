@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ type Meta interface {
 // stream once every registration is parked, never before.
 func WithStreamIdentity(stream string, created func(context.Context) (time.Time, error), meta Meta) DaemonOption {
 	return func(d *Daemon) {
-		d.identity = &identityWatch{stream: stream, created: created, meta: meta, store: d.store, log: d}
+		d.identity = &identityWatch{stream: stream, created: created, meta: meta, store: d.store}
 	}
 }
 
@@ -45,7 +46,7 @@ type identityWatch struct {
 	created func(context.Context) (time.Time, error)
 	meta    Meta
 	store   cursor.Store
-	log     *Daemon
+	log     *slog.Logger
 	// confirm are the journals to tell once the stream in force is
 	// recorded and the registrations of an older one parked.
 	confirm []StreamConfirmer
@@ -85,7 +86,7 @@ func (iw *identityWatch) check(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		iw.log.log.Error("journal stream was re-created; parked every registration that was not completed", "stream", iw.stream, "parked", n)
+		iw.log.Error("journal stream was re-created; parked every registration that was not completed", "stream", iw.stream, "parked", n)
 	}
 	if err := iw.meta.PutMeta(ctx, iw.key(), stamp); err != nil {
 		return err

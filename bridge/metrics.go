@@ -112,7 +112,5 @@ func (m *Metrics) sweep(ns string, r Report) {
 		return
 	}
 	m.dispatch(ns, r.Unserved, r.Saturated)
-	m.records.WithLabelValues(ns).Add(float64(r.Records))
-	m.parked.WithLabelValues(ns).Add(float64(r.Parked))
-	m.completed.WithLabelValues(ns).Add(float64(r.Completed))
+	m.progress(ns, progress{records: r.Records, parked: r.Parked, completed: r.Completed})
 }

@@ -18,10 +18,7 @@ const ShutdownGrace = 10 * time.Second
 func (w *Worker) Run(ctx context.Context) error {
 	turnCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		w.stopping.Store(true)
-		time.AfterFunc(ShutdownGrace, cancel)
-	})
+	stop := context.AfterFunc(ctx, func() { w.stopping.Store(true) })
 	defer stop()
 
 	var wg sync.WaitGroup
@@ -33,6 +30,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		more := w.dispatch(turnCtx, &wg, readDue)
 		select {
 		case <-ctx.Done():
+			grace := time.AfterFunc(ShutdownGrace, cancel)
+			wg.Wait()
+			grace.Stop()
 			return nil
 		case <-ticker.C:
 			w.sched.promote()

@@ -168,9 +168,6 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 	return w, nil
 }
 
-// Namespace is the namespace this worker serves.
-func (w *Worker) Namespace() string { return w.ns }
-
 // failure is one failed attempt as the retry decision needs to see it.
 type failure struct {
 	err        string

@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/bridge"
@@ -115,7 +113,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bridge run:", err)
 		return 2
 	}
-	ctx, stop := signalContext(ctx, log)
+	stop := announceStop(ctx, log)
 	defer stop()
 	if err := serve(ctx, c, log); err != nil {
 		log.Error("bridge stopped", "error", err)
@@ -135,34 +133,13 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
 }
 
-// signalContext ends ctx on the first SIGINT or SIGTERM; a second one
-// exits at once, for an operator who does not want to wait for in-flight
-// POSTs.
-func signalContext(parent context.Context, log *slog.Logger) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		select {
-		case s, ok := <-sigs:
-			if !ok {
-				return
-			}
-			log.Info("stopping: finishing in-flight deliveries and flushing cursors (signal again to exit at once)", "signal", s.String())
-			cancel()
-		case <-ctx.Done():
-			return
-		}
-		if s, ok := <-sigs; ok {
-			log.Warn("second signal: exiting at once", "signal", s.String())
-			os.Exit(1)
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		close(sigs)
-		cancel()
-	}
+// announceStop logs the start of a clean stop. main cancels ctx on the
+// first SIGINT or SIGTERM and restores the default handling, so a second
+// signal ends the process at once.
+func announceStop(ctx context.Context, log *slog.Logger) func() bool {
+	return context.AfterFunc(ctx, func() {
+		log.Info("stopping: finishing in-flight deliveries and flushing cursors (signal again to exit at once)")
+	})
 }
 
 // validate refuses flag values that could only fail later, per message or
