@@ -169,13 +169,16 @@ func (d *Daemon) load(ctx context.Context) error {
 // reconnects itself; an error here is logged and the tail restarted.
 func (d *Daemon) tailLoop(ctx context.Context) {
 	notify := func(subject string, _ uint64) {
+		woken := false
 		d.router.match(subject, func(id, ns string) {
-			if w := d.workers[ns]; w != nil {
-				w.sched.wakeQuiet(id)
+			if w := d.workers[ns]; w != nil && w.startNow(id) {
+				woken = true
 			}
 		})
-		for _, w := range d.workers {
-			w.sched.poke()
+		if woken {
+			for _, w := range d.workers {
+				w.sched.poke()
+			}
 		}
 	}
 	for ctx.Err() == nil {

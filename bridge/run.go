@@ -15,6 +15,11 @@ const ShutdownGrace = 10 * time.Second
 // slot is free and a registration is due by time or woken by a new journal
 // message, and looks at the due index on every tick for backoffs that
 // ended. It returns after every turn has finished or been abandoned.
+//
+// Turns run on MaxInFlight goroutines that live as long as Run: a turn
+// handed to one starts on a stack already grown by the turns before it,
+// and a woken registration goes from the tail to a turn without passing
+// through this loop (see startNow).
 func (w *Worker) Run(ctx context.Context) error {
 	turnCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -23,16 +28,20 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	for range w.maxInFlight {
+		wg.Go(func() { w.turnLoop(ctx, turnCtx) })
+	}
 	ticker := time.NewTicker(w.tick)
 	defer ticker.Stop()
 	readDue := true
 	for {
-		more := w.dispatch(turnCtx, &wg, readDue)
+		more := w.dispatch(turnCtx, readDue)
 		select {
 		case <-ctx.Done():
 			grace := time.AfterFunc(ShutdownGrace, cancel)
 			wg.Wait()
 			grace.Stop()
+			w.releaseQueued()
 			return nil
 		case <-ticker.C:
 			w.sched.promote()
@@ -45,18 +54,66 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
+// turnLoop serves the turns handed to it until run ends. Turns use
+// turnCtx, which outlives run by the shutdown grace, so POSTs in flight
+// at a stop can finish.
+func (w *Worker) turnLoop(run, turnCtx context.Context) {
+	for {
+		select {
+		case <-run.Done():
+			return
+		case id := <-w.turns:
+			if run.Err() != nil {
+				w.sched.release(id)
+				return
+			}
+			p, _, err := w.serve(turnCtx, id, w.now())
+			w.metrics.progress(w.ns, p)
+			if err != nil && turnCtx.Err() == nil {
+				w.log.Error("delivery turn failed; retrying at the next tick", "registration", id, "error", err)
+			}
+		}
+	}
+}
+
+// startNow hands a registration a journal message just woke straight to
+// a free turn, so the live path does not wait for the dispatcher; when
+// every slot is busy, or the registration is in a turn already, it is
+// marked woken and served when a turn ends. It reports whether the
+// dispatcher has to look.
+func (w *Worker) startNow(id string) (woken bool) {
+	if w.sched.claimWithin(id, w.maxInFlight) {
+		w.turns <- id
+		return false
+	}
+	w.sched.wakeQuiet(id)
+	return true
+}
+
+// releaseQueued drops the claims of turns handed over but never started,
+// so nothing stays marked as in a turn after Run.
+func (w *Worker) releaseQueued() {
+	for {
+		select {
+		case id := <-w.turns:
+			w.sched.release(id)
+		default:
+			return
+		}
+	}
+}
+
 // dispatch fills the free turn slots without waiting for any turn, and
 // reports whether due rows were left waiting for a slot.
-func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup, readDue bool) bool {
+func (w *Worker) dispatch(ctx context.Context, readDue bool) bool {
 	busy := w.sched.busy()
 	free := w.maxInFlight - busy
 	if free <= 0 {
 		return readDue
 	}
-	at := w.now()
 	// Ask for the busy rows too: they are still due in the store while
 	// their turn runs, and must not crowd out the rows that are waiting.
-	ids, unserved, more, err := w.candidates(ctx, at, free+busy, readDue)
+	ids, unserved, more, err := w.candidates(ctx, w.now(), free+busy, readDue)
 	if err != nil {
 		w.log.Error("reading due registrations", "namespace", w.ns, "error", err)
 		return true
@@ -65,20 +122,13 @@ func (w *Worker) dispatch(ctx context.Context, wg *sync.WaitGroup, readDue bool)
 		w.metrics.dispatch(w.ns, unserved, more)
 	}
 	for _, id := range ids {
-		if free == 0 {
-			return true
-		}
-		if !w.sched.claim(id) {
+		if !w.sched.claimWithin(id, w.maxInFlight) {
+			if w.sched.busy() >= w.maxInFlight {
+				return true
+			}
 			continue
 		}
-		free--
-		wg.Go(func() {
-			p, _, err := w.serve(ctx, id, at)
-			w.metrics.progress(w.ns, p)
-			if err != nil && ctx.Err() == nil {
-				w.log.Error("delivery turn failed; retrying at the next tick", "registration", id, "error", err)
-			}
-		})
+		w.turns <- id
 	}
 	return more
 }

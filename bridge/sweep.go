@@ -90,6 +90,19 @@ func (s *scheduler) claim(id string) bool {
 	return true
 }
 
+// claimWithin claims id only while fewer than limit ids are in a turn, so
+// turns handed to Run's goroutines never outnumber them.
+func (s *scheduler) claimWithin(id string, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[id]; busy || len(s.inflight) >= limit {
+		return false
+	}
+	s.inflight[id] = struct{}{}
+	delete(s.woken, id)
+	return true
+}
+
 func (s *scheduler) release(id string) {
 	s.mu.Lock()
 	delete(s.inflight, id)

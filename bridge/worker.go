@@ -70,9 +70,14 @@ type Worker struct {
 	tick        time.Duration
 	log         *slog.Logger
 	metrics     *Metrics
+	series      *deliverySeries
 	now         func() time.Time
 
 	sched *scheduler
+	// turns carries claimed registrations to Run's turn goroutines. Its
+	// capacity is MaxInFlight and only claimWithin's claims are sent, so
+	// a send never waits.
+	turns chan string
 	gone  func(id string)
 	// stopping is set when Run's context ends: turns stop at the next
 	// message boundary, so a clean stop waits for the POSTs in flight and
@@ -163,7 +168,9 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 			return nil, err
 		}
 	}
+	w.series = w.metrics.forNamespace(w.ns)
 	w.sched = newScheduler()
+	w.turns = make(chan string, w.maxInFlight)
 	w.cache = newProjectionCache(projectionCacheSize)
 	return w, nil
 }
@@ -205,7 +212,7 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 		w.sched.later(reg.ID)
 		return t.p, false, nil
 	}
-	w.prefetch(ctx, reg.Subject, &page)
+	w.prefetch(ctx, reg, &page)
 	if err := w.skip(ctx, t, &page); err != nil {
 		return t.p, false, err
 	}
@@ -255,16 +262,31 @@ func (w *Worker) streamRecreated(ctx context.Context, reg cursor.Registration, r
 	return nil
 }
 
-// prefetch starts reading the page after a full one while this one is
-// delivered, so a backlog's next turn finds it in the reader's cache
-// instead of waiting for the server. The reader shares identical reads,
-// so the turn that needs the page joins the fetch if it is still running.
-func (w *Worker) prefetch(ctx context.Context, filter string, page *journal.Page) {
+// prefetch starts reading the page after a full one, and projecting it,
+// while this one is delivered: a backlog's next turn then finds both the
+// records and what they are sent as in the caches, instead of waiting for
+// the server and the projection between two POSTs. The reader shares
+// identical reads, so the turn that needs the page joins the fetch if it
+// is still running; a record that fails to project is left for the turn,
+// which parks on it.
+func (w *Worker) prefetch(ctx context.Context, reg cursor.Registration, page *journal.Page) {
 	if page.CaughtUp || len(page.Records) < DrainPage {
 		return
 	}
 	from := page.Records[len(page.Records)-1].Seq + 1
-	go func() { _, _ = w.journal.Read(ctx, filter, from, DrainPage) }()
+	target := w.target(reg)
+	go func() {
+		next, err := w.journal.Read(ctx, reg.Subject, from, DrainPage)
+		if err != nil {
+			return
+		}
+		for i := range next.Records {
+			if w.stopping.Load() || ctx.Err() != nil {
+				return
+			}
+			_, _ = w.project(target, &next.Records[i])
+		}
+	}()
 }
 
 // skip moves the cursor past messages the stream removed (limits, purge)
@@ -367,7 +389,7 @@ func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *proj
 			AuthCredentials: reg.AuthCredentials,
 			At:              w.now(),
 		})
-		w.metrics.delivery(w.ns, out, rec.Time, w.now())
+		w.series.delivery(out, rec.Time, w.now())
 		if !out.OK() {
 			w.log.Debug("delivery failed", "registration", reg.ID, "seq", rec.Seq, "status", out.Status, "error", out.Error())
 			return &failure{err: out.Error(), permanent: out.Permanent, retryAfter: out.RetryAfter, status: out.Status}

@@ -38,8 +38,9 @@ type DB struct {
 	// before any later write can look for it. A channel rather than a mutex
 	// so waiting honours ctx, and hands the turn over in arrival order: a
 	// long Purge yields to a waiting Flush between batches.
-	write chan struct{}
-	wb    writeBehind
+	write   chan struct{}
+	wb      writeBehind
+	configs *configCache
 
 	stopFlusher context.CancelFunc
 	flusherDone chan struct{}
@@ -113,11 +114,12 @@ func Open(path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		bolt:  bdb,
-		path:  path,
-		now:   func() time.Time { return o.clock().UTC() },
-		log:   o.logger,
-		write: make(chan struct{}, 1),
+		bolt:    bdb,
+		path:    path,
+		now:     func() time.Time { return o.clock().UTC() },
+		log:     o.logger,
+		write:   make(chan struct{}, 1),
+		configs: newConfigCache(),
 	}
 	if o.flushInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -49,8 +49,7 @@ func encodeRow(r *row) ([]byte, error) {
 // Namespace of the Config are set.
 func decodeRow(path string, id, v []byte, full bool) (row, error) {
 	unreadable := func(err error) (row, error) {
-		return row{}, fmt.Errorf("cursor: registration %q in %s is unreadable (the file is damaged; restore it from a backup): %w",
-			id, path, err)
+		return row{}, unreadableRow(path, string(id), err)
 	}
 	if len(v) < 9 || v[0] != rowFormat {
 		return unreadable(errors.New("unknown format"))
@@ -75,6 +74,12 @@ func decodeRow(path string, id, v []byte, full bool) (row, error) {
 	}
 	r.ID, r.Namespace = string(id), ns
 	return r, nil
+}
+
+// unreadableRow names the row and the file a decoding error was found in.
+func unreadableRow(path, id string, err error) error {
+	return fmt.Errorf("cursor: registration %q in %s is unreadable (the file is damaged; restore it from a backup): %w",
+		id, path, err)
 }
 
 func appendState(b []byte, r *Registration) []byte {

@@ -33,7 +33,7 @@ func (db *DB) overlay(tx *bolt.Tx, r row) Registration {
 func (db *DB) Get(ctx context.Context, id string) (Registration, error) {
 	var out Registration
 	err := db.view(ctx, func(tx *bolt.Tx) error {
-		r, ok, err := getRow(tx, id)
+		r, ok, err := db.getRowCached(tx, id)
 		if err != nil {
 			return err
 		}

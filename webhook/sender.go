@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -248,20 +249,34 @@ func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, erro
 	return req, nil
 }
 
+// Canonical forms of the headers the sender sets, so setting them costs a
+// map write and not a canonicalisation per POST.
+const (
+	canonicalUserAgent = "User-Agent"
+	canonicalID        = "Webhook-Id"
+	canonicalTimestamp = "Webhook-Timestamp"
+	canonicalSignature = "Webhook-Signature"
+	canonicalAuth      = "Authorization"
+	canonicalToken     = "A2a-Notification-Token"
+	canonicalXToken    = "X-A2a-Notification-Token"
+)
+
 // headers are the message's own, then the sender's, which win: a
 // projection cannot forge a signature or an Authorization line.
+//
+// The map is new but the message's value slices are shared, not copied: a
+// projected message may be sent to many receivers at once, and nothing
+// here or in net/http writes into a header's values.
 func (s *Sender) headers(r Request) (http.Header, error) {
 	if err := checkRequest(r); err != nil {
 		return nil, err
 	}
-	h := r.Message.Header.Clone()
-	if h == nil {
-		h = make(http.Header)
-	}
+	h := make(http.Header, len(r.Message.Header)+7)
+	maps.Copy(h, r.Message.Header)
 	ts := r.At.Unix()
-	h.Set("User-Agent", s.userAgent)
-	h.Set(HeaderID, r.Message.ID)
-	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h[canonicalUserAgent] = []string{s.userAgent}
+	h[canonicalID] = []string{r.Message.ID}
+	h[canonicalTimestamp] = []string{strconv.FormatInt(ts, 10)}
 	if len(r.Secrets) > 0 {
 		sigs := make([]string, 0, len(r.Secrets))
 		for i, sec := range r.Secrets {
@@ -271,14 +286,14 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 			}
 			sigs = append(sigs, Sign(key, r.Message.ID, ts, r.Message.Body))
 		}
-		h.Set(HeaderSignature, strings.Join(sigs, " "))
+		h[canonicalSignature] = []string{strings.Join(sigs, " ")}
 	}
 	if r.AuthScheme != "" {
-		h.Set("Authorization", r.AuthScheme+" "+r.AuthCredentials)
+		h[canonicalAuth] = []string{r.AuthScheme + " " + r.AuthCredentials}
 	}
 	if r.Token != "" {
-		h.Set("A2A-Notification-Token", r.Token)
-		h.Set("X-A2A-Notification-Token", r.Token)
+		h[canonicalToken] = []string{r.Token}
+		h[canonicalXToken] = []string{r.Token}
 	}
 	return h, nil
 }
