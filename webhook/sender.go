@@ -71,7 +71,7 @@ type Sender struct {
 	policy         *netguard.Policy
 	tlsConfig      *tls.Config
 	maxIdlePerHost int
-	a2a, outbox    *http.Client
+	a2a, outbox    *http.Transport
 }
 
 // Option configures a Sender.
@@ -158,19 +158,21 @@ func NewSender(opts ...Option) *Sender {
 		o(s)
 	}
 	s.tlsConfig.MinVersion = max(s.tlsConfig.MinVersion, tls.VersionTLS12)
-	s.a2a = s.newClient(projection.A2A)
-	s.outbox = s.newClient(projection.Outbox)
+	s.a2a = s.newTransport(projection.A2A)
+	s.outbox = s.newTransport(projection.Outbox)
 	return s
 }
 
-// newClient builds the client of one namespace. Its transport dials
-// through the policy (the guard for A2A), ignores proxy settings from the
+// newTransport builds the transport of one namespace. It dials through
+// the policy (the guard for A2A), ignores proxy settings from the
 // environment (a proxy would dial on the bridge's behalf, out of the
-// guard's sight) and never follows a redirect: a 3xx is the receiver's
-// answer, classified like any other, so a redirect cannot lead a request
-// to an address the guard never judged.
-func (s *Sender) newClient(ns projection.Namespace) *http.Client {
-	t := &http.Transport{
+// guard's sight) and is used without an http.Client, so a redirect is
+// never followed: a 3xx is the receiver's answer, classified like any
+// other, and cannot lead a request to an address the guard never judged.
+// (A client would also copy every request's headers for redirects that
+// never happen.)
+func (s *Sender) newTransport(ns projection.Namespace) *http.Transport {
+	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            s.policy.DialContext(ns, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
 		TLSClientConfig:        s.tlsConfig.Clone(),
@@ -184,10 +186,6 @@ func (s *Sender) newClient(ns projection.Namespace) *http.Client {
 		// No Accept-Encoding the receiver did not ask for, and no
 		// transparent inflation of a body the read cap is meant to bound.
 		DisableCompression: true,
-	}
-	return &http.Client{
-		Transport:     t,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
@@ -217,11 +215,11 @@ func (s *Sender) send(ctx context.Context, r Request) Outcome {
 	if err != nil {
 		return refused(err)
 	}
-	client := s.outbox
+	rt := s.outbox
 	if r.Namespace == projection.A2A {
-		client = s.a2a
+		rt = s.a2a
 	}
-	resp, err := client.Do(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
@@ -329,8 +327,8 @@ func refused(err error) Outcome {
 	return o
 }
 
-// failed classifies a request that got no answer. The url.Error around
-// it is dropped: it quotes the whole URL, query included.
+// failed classifies a request that got no answer. A url.Error around it
+// is dropped: it quotes the whole URL, query included.
 func (s *Sender) failed(parent context.Context, err error) Outcome {
 	var ue *url.Error
 	if errors.As(err, &ue) {
