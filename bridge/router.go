@@ -93,3 +93,16 @@ func (r *router) match(subject string, fn func(id, ns string)) {
 		}
 	}
 }
+
+// all calls fn for every routed registration.
+func (r *router) all(fn func(id, ns string)) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, table := range []map[string]map[string]string{r.literal, r.wildcard} {
+		for _, ids := range table {
+			for id, ns := range ids {
+				fn(id, ns)
+			}
+		}
+	}
+}

@@ -35,6 +35,12 @@ var errTailRestart = errors.New("journal: stream re-created; tail restarts")
 // ring, makes Read refuse old sequences (see ConfirmStream) and restarts
 // the tail; a check that fails restarts the tail at that message.
 //
+// Each run first calls notify with an empty subject and the first
+// sequence it will report, once it has looked at the stream's head: a
+// message stored before that look and after the previous run's last one
+// was never reported, so the caller should take it that every subject may
+// have news.
+//
 // A read that reaches the ring's head is caught up as of the tail: a
 // message stored but not yet received is missing from that page, and its
 // notification follows. While no Tail runs, reads past the ring go to the
@@ -111,6 +117,7 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	}
 	run.epoch = r.ring.restart(start, st.LastSeq)
 	defer r.ring.stop(run.epoch)
+	notify("", start)
 	cons, err := r.js.OrderedConsumer(ctx, r.stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   start,

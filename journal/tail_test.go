@@ -16,14 +16,29 @@ type note struct {
 	seq     uint64
 }
 
-// tail runs r.Tail until the test ends and returns its notifications.
+// tail runs r.Tail until the test ends and returns its notifications of
+// messages.
 func tail(t *testing.T, e *env, r *journal.Reader) <-chan note {
 	t.Helper()
+	notes, _ := tailWithStarts(t, e, r)
+	return notes
+}
+
+// tailWithStarts is tail that also returns the start notes: the first
+// sequence each run of the tail reports.
+func tailWithStarts(t *testing.T, e *env, r *journal.Reader) (notes <-chan note, starts <-chan uint64) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	notes := make(chan note, 10000)
+	msgs, runs := make(chan note, 10000), make(chan uint64, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- r.Tail(ctx, func(subject string, seq uint64) { notes <- note{subject, seq} })
+		done <- r.Tail(ctx, func(subject string, seq uint64) {
+			if subject == "" {
+				runs <- seq
+				return
+			}
+			msgs <- note{subject, seq}
+		})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -31,8 +46,8 @@ func tail(t *testing.T, e *env, r *journal.Reader) <-chan note {
 			t.Errorf("Tail returned %v after its context ended; want nil", err)
 		}
 	})
-	waitTail(t, e, notes)
-	return notes
+	waitTail(t, e, msgs)
+	return msgs, runs
 }
 
 // waitTail publishes markers until the tail reports one, so everything
@@ -80,10 +95,25 @@ func expectNotes(t *testing.T, notes <-chan note, want []published) {
 func TestTailNotifiesNewMessagesInOrder(t *testing.T) {
 	e := newEnv(t)
 	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
-	e.interleave(10) // stored before the tail: never notified
+	before := e.interleave(10) // stored before the tail: never notified
 	r := e.reader("JOURNAL")
-	notes := tail(t, e, r)
-	expectNotes(t, notes, e.interleave(200))
+	notes, starts := tailWithStarts(t, e, r)
+	// The start note comes first and names the first sequence the tail
+	// reports: everything before it is the caller's to look for.
+	var first uint64
+	select {
+	case first = <-starts:
+		if first <= before[len(before)-1].seq {
+			t.Errorf("the tail says it starts at %d, inside the 10 messages stored before it (up to %d)", first, before[len(before)-1].seq)
+		}
+	default:
+		t.Error("the tail reported messages without saying where it started")
+	}
+	fresh := e.interleave(200)
+	if fresh[0].seq < first {
+		t.Errorf("the tail said it starts at %d, after the first message it reports (%d)", first, fresh[0].seq)
+	}
+	expectNotes(t, notes, fresh)
 	if err := r.Tail(context.Background(), func(string, uint64) {}); err == nil {
 		t.Fatal("a second Tail on one reader started")
 	}
