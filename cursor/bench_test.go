@@ -48,9 +48,15 @@ func benchDue(b *testing.B, total int) {
 
 // BenchmarkFlush1000Cursors: one Flush committing the acknowledged progress
 // of 1,000 registrations in one transaction (one fsync).
-func BenchmarkFlush1000Cursors(b *testing.B) {
+func BenchmarkFlush1000Cursors(b *testing.B) { benchFlush(b, 1000) }
+
+// BenchmarkFlush1Cursor: the commit a single draining registration pays
+// for, which sets how often a drain can afford to flush.
+func BenchmarkFlush1Cursor(b *testing.B) { benchFlush(b, 1) }
+
+func benchFlush(b *testing.B, n int) {
 	db, _ := open(b)
-	ids := make([]string, 1000)
+	ids := make([]string, n)
 	rows := make([]cursor.Registration, len(ids))
 	for i := range rows {
 		ids[i] = fmt.Sprintf("r%04d", i)

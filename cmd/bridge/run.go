@@ -31,6 +31,7 @@ type runConfig struct {
 	maxInFlight    int
 	maxAttempts    int
 	requestTimeout time.Duration
+	flushInterval  time.Duration
 	ceSource       string
 	ceType         string
 	logFormat      string
@@ -82,6 +83,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.IntVar(&c.maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "receivers one sweep talks to at once")
 	fs.IntVar(&c.maxAttempts, "max-attempts", bridge.DefaultMaxAttempts, "consecutive failures before a registration is parked")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Second, "timeout of one POST")
+	fs.DurationVar(&c.flushInterval, "flush-interval", bridge.DefaultFlushInterval, "longest an acknowledged cursor waits to be made durable: what a crash can repeat")
 	fs.StringVar(&c.ceSource, "ce-source", "", "CloudEvents source for messages that are not CloudEvents already (default /jetstream/<stream>)")
 	fs.StringVar(&c.ceType, "ce-type", "io.nats.jetstream.message", "CloudEvents type for messages without a ce-type header")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
@@ -158,6 +160,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.requestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout must be positive, got %v", c.requestTimeout)
+	}
+	if c.flushInterval <= 0 || c.flushInterval > time.Minute {
+		return fmt.Errorf("--flush-interval must be between 1ns and 1m, got %v: it is how much a crash repeats", c.flushInterval)
 	}
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
 		return fmt.Errorf("--stream %q is not a valid stream name", c.stream)

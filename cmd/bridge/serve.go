@@ -163,6 +163,7 @@ func newDaemon(c *runConfig, db *cursor.DB, reader *journal.Reader, sender *webh
 	}
 	return bridge.NewDaemon(db, reader, []*bridge.Worker{outbox, push},
 		bridge.WithDaemonLogger(log),
+		bridge.WithFlushInterval(c.flushInterval),
 		bridge.WithStreamIdentity(c.stream, created, db)), nil
 }
 

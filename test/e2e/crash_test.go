@@ -292,7 +292,7 @@ func TestCrashKillNineLosesNothing(t *testing.T) {
 	worstDups := -1
 	failures := sink.failed()
 	// A kill repeats what was acknowledged since the last flush (every
-	// 5 ms) plus the POSTs in flight; a POST answered 500 repeats the
+	// 20 ms) plus the POSTs in flight; a POST answered 500 repeats the
 	// events of its journal message that went before it. 64 per kill per
 	// registration is an order of magnitude above that, and far below
 	// what a cursor that is not flushed would repeat.
