@@ -37,15 +37,7 @@ func TestDaemonDeliversWhatLandedBeforeTheTailStarted(t *testing.T) {
 	rc := newReceiver(t, nil)
 	e.register("r1", rc.URL, "journal.>")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
+	runDaemon(t, d)
 
 	// The new registration is due at once, finds the journal empty and
 	// goes idle; only then is a message stored, while no tail runs.
@@ -63,4 +55,18 @@ func TestDaemonDeliversWhatLandedBeforeTheTailStarted(t *testing.T) {
 	if got := rc.bodies(); !slices.Equal(got, []string{"before-tail", "after-tail"}) {
 		t.Fatalf("receiver got %q, want before-tail then after-tail", got)
 	}
+}
+
+// runDaemon runs d until the test ends, and fails the test if Run does.
+func runDaemon(t *testing.T, d *bridge.Daemon) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	})
 }

@@ -28,15 +28,8 @@ func TestDaemonParksInsteadOfDeliveringARecreatedStream(t *testing.T) {
 		return st.Created, err
 	}
 	d := bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}, bridge.WithStreamIdentity(stream, created, e.db))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
+	runDaemon(t, d)
+	ctx := context.Background()
 
 	rc1, rc2 := newReceiver(t, nil), newReceiver(t, nil)
 	e.register("r1", rc1.URL, "journal.>")
