@@ -269,7 +269,7 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 	if err := checkRequest(r); err != nil {
 		return nil, err
 	}
-	h := make(http.Header, len(r.Message.Header)+7)
+	h := make(http.Header, headerCount(r))
 	maps.Copy(h, r.Message.Header)
 	ts := r.At.Unix()
 	h[canonicalUserAgent] = []string{s.userAgent}
@@ -294,6 +294,22 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 		h[canonicalXToken] = []string{r.Token}
 	}
 	return h, nil
+}
+
+// headerCount is how many headers r is sent with, so the map is made at
+// its size instead of grown or made too big on every POST.
+func headerCount(r Request) int {
+	n := len(r.Message.Header) + 3
+	if len(r.Secrets) > 0 {
+		n++
+	}
+	if r.AuthScheme != "" {
+		n++
+	}
+	if r.Token != "" {
+		n += 2
+	}
+	return n
 }
 
 // checkRequest refuses, for good, what no retry can send; its errors name
