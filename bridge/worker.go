@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/gencache"
 	"github.com/jetstream-bridge/bridge/journal"
 	"github.com/jetstream-bridge/bridge/projection"
 	"github.com/jetstream-bridge/bridge/webhook"
@@ -171,7 +172,7 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 	w.series = w.metrics.forNamespace(w.ns)
 	w.sched = newScheduler()
 	w.turns = make(chan string, w.maxInFlight)
-	w.cache = newProjectionCache(projectionCacheSize)
+	w.cache = gencache.New[cacheKey, projection.Result](projectionCacheSize)
 	return w, nil
 }
 

@@ -2,9 +2,10 @@ package cursor
 
 import (
 	"encoding/json"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/jetstream-bridge/bridge/internal/gencache"
 )
 
 // configCacheSize bounds how many decoded Configs a DB keeps per
@@ -13,18 +14,15 @@ import (
 // Configs in memory.
 const configCacheSize = 2048
 
-// configCache keeps the decoded Config of recently read rows. Every
-// delivery turn reads its row, and decoding the Config's JSON was most of
-// that read, although a Config changes only on Create and Replace.
+// configCache holds the decoded Config of recently read rows, by id.
+// Every delivery turn reads its row, and decoding the Config's JSON was
+// most of that read, although a Config changes only on Create and Replace.
 //
 // An entry is used only when the stored bytes equal the bytes it was
 // decoded from, so a replaced Config is decoded afresh with no
 // invalidation to forget. Callers get their own copy: nothing a caller
 // does to a Registration reaches the cache.
-type configCache struct {
-	mu             sync.Mutex
-	current, older map[string]cachedConfig
-}
+type configCache = gencache.Cache[string, cachedConfig]
 
 type cachedConfig struct {
 	raw string
@@ -32,23 +30,18 @@ type cachedConfig struct {
 }
 
 func newConfigCache() *configCache {
-	return &configCache{current: make(map[string]cachedConfig)}
+	return gencache.New[string, cachedConfig](configCacheSize)
 }
 
-// decode returns the Config stored as raw under id.
-func (c *configCache) decode(id string, raw []byte) (Config, error) {
-	c.mu.Lock()
-	e, ok := c.current[id]
-	if !ok {
-		e, ok = c.older[id]
-	}
-	c.mu.Unlock()
+// decodeConfig returns the Config stored as raw under id.
+func (db *DB) decodeConfig(id string, raw []byte) (Config, error) {
+	e, ok := db.configs.Get(id)
 	if !ok || e.raw != string(raw) {
 		e = cachedConfig{raw: string(raw)}
 		if err := json.Unmarshal(raw, &e.cfg); err != nil {
 			return Config{}, err
 		}
-		c.put(id, e)
+		db.configs.Put(id, e)
 	}
 	cfg := e.cfg
 	if cfg.Batch != nil {
@@ -56,17 +49,6 @@ func (c *configCache) decode(id string, raw []byte) (Config, error) {
 		cfg.Batch = &b
 	}
 	return cfg, nil
-}
-
-// put keeps e; a full generation becomes the older one and the oldest is
-// dropped, bounding the cache without per-entry bookkeeping.
-func (c *configCache) put(id string, e cachedConfig) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.current) >= configCacheSize {
-		c.older, c.current = c.current, make(map[string]cachedConfig, configCacheSize)
-	}
-	c.current[id] = e
 }
 
 // getRowCached reads and decodes id like getRow, taking its Config from
@@ -77,7 +59,7 @@ func (db *DB) getRowCached(tx *bolt.Tx, id string) (row, bool, error) {
 		return r, ok, err
 	}
 	ns, raw := r.Namespace, r.config
-	cfg, err := db.configs.decode(id, raw)
+	cfg, err := db.decodeConfig(id, raw)
 	if err != nil {
 		return row{}, false, unreadableRow(db.path, id, err)
 	}
