@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jetstream-bridge/bridge/internal/gencache"
 	"github.com/jetstream-bridge/bridge/netguard"
 	"github.com/jetstream-bridge/bridge/projection"
 )
@@ -72,6 +73,17 @@ type Sender struct {
 	tlsConfig      *tls.Config
 	maxIdlePerHost int
 	a2a, outbox    *http.Transport
+	urls           *gencache.Cache[urlKey, *url.URL]
+}
+
+// urlCacheSize bounds how many URLs the guard's verdicts are remembered
+// for: more than the receivers one fan-out talks to in a while.
+const urlCacheSize = 4096
+
+// urlKey names one URL as one namespace's guard judged it.
+type urlKey struct {
+	ns  projection.Namespace
+	raw string
 }
 
 // Option configures a Sender.
@@ -160,6 +172,7 @@ func NewSender(opts ...Option) *Sender {
 	s.tlsConfig.MinVersion = max(s.tlsConfig.MinVersion, tls.VersionTLS12)
 	s.a2a = s.newTransport(projection.A2A)
 	s.outbox = s.newTransport(projection.Outbox)
+	s.urls = gencache.New[urlKey, *url.URL](urlCacheSize)
 	return s
 }
 
@@ -229,7 +242,7 @@ func (s *Sender) send(ctx context.Context, r Request) Outcome {
 
 // newRequest builds the signed request, refusing what can never be sent.
 func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, error) {
-	u, err := s.policy.ParseURL(r.Namespace, r.URL)
+	u, err := s.parseURL(r.Namespace, r.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +258,26 @@ func (s *Sender) newRequest(ctx context.Context, r Request) (*http.Request, erro
 	}
 	req.URL, req.Host, req.Header = u, u.Host, h
 	return req, nil
+}
+
+// parseURL is the guard's ParseURL, remembered: its verdict depends only
+// on the URL and the policy, which does not change while the sender lives,
+// and parsing a registration's URL again on every POST showed in a
+// fan-out's profile. Refusals are not remembered (they end a registration
+// anyway), and the dial guard still judges every connection. Each request
+// gets its own copy of the URL.
+func (s *Sender) parseURL(ns projection.Namespace, raw string) (*url.URL, error) {
+	k := urlKey{ns: ns, raw: raw}
+	u, ok := s.urls.Get(k)
+	if !ok {
+		var err error
+		if u, err = s.policy.ParseURL(ns, raw); err != nil {
+			return nil, err
+		}
+		s.urls.Put(k, u)
+	}
+	c := *u
+	return &c, nil
 }
 
 // Canonical forms of the headers the sender sets, so setting them costs a

@@ -385,6 +385,31 @@ func TestSendA2AGuardRefusesAtDial(t *testing.T) {
 	next(t, hits)
 }
 
+// The sender remembers the guard's verdict on a URL per namespace: a URL
+// outbox accepted is still judged by the a2a rules, and a rebound name the
+// dial guard refused is refused again on the next send.
+func TestSendRemembersNoVerdictAcrossNamespacesOrDials(t *testing.T) {
+	srv, hits := receiver(t, nil)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	dns := resolverFunc(func(string) []net.IPAddr { return []net.IPAddr{{IP: net.ParseIP("127.0.0.1")}} })
+	s := newSender(t, WithPolicy(netguard.NewPolicy(netguard.WithResolver(dns))))
+	for range 2 {
+		if o := s.Send(context.Background(), Request{Namespace: projection.Outbox, URL: srv.URL, Message: message("m")}); !o.OK() {
+			t.Fatalf("outbox to loopback: %s", o.Error())
+		}
+		next(t, hits)
+		o := s.Send(context.Background(), Request{Namespace: projection.A2A, URL: srv.URL, Message: message("m")})
+		if o.Class != ClassRefused || !o.Permanent || !strings.Contains(o.Error(), "url must use https for a2a registrations") {
+			t.Errorf("a2a to the URL outbox just used: outcome %+v (%s), want the a2a URL rules' permanent refusal", o, o.Error())
+		}
+		o = s.Send(context.Background(), Request{Namespace: projection.A2A, URL: "https://hook.test:" + port + "/", Message: message("m")})
+		if o.Class != ClassRefused || !strings.Contains(o.Error(), "resolves to a private address") {
+			t.Errorf("a2a to a name resolving to loopback: outcome %+v (%s), want a refusal at dial", o, o.Error())
+		}
+	}
+	noHit(t, hits, "every a2a send was refused")
+}
+
 func TestSendGrantsAreRecheckedForEverySend(t *testing.T) {
 	srv, hits := receiver(t, nil)
 	s := newSender(t, WithPolicy(loopbackPolicy(netguard.WithAllowHosts("hooks.example"))))
