@@ -67,7 +67,12 @@ func (w *Worker) turnLoop(run, turnCtx context.Context) {
 				w.sched.release(id)
 				return
 			}
-			p, _, err := w.serve(turnCtx, id, w.now())
+			// A context of the turn's own: each POST's timeout hangs off
+			// it, not off the context every turn shares, whose lock
+			// showed in a fan-out's profile.
+			ctx, cancel := context.WithCancel(turnCtx)
+			p, _, err := w.serve(ctx, id, w.now())
+			cancel()
 			w.metrics.progress(w.ns, p)
 			if err != nil && turnCtx.Err() == nil {
 				w.log.Error("delivery turn failed; retrying at the next tick", "registration", id, "error", err)
