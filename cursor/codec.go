@@ -51,19 +51,14 @@ func decodeRow(path string, id, v []byte, full bool) (row, error) {
 	unreadable := func(err error) (row, error) {
 		return row{}, unreadableRow(path, string(id), err)
 	}
-	if len(v) < 9 || v[0] != rowFormat {
-		return unreadable(errors.New("unknown format"))
-	}
-	r := row{inc: binary.BigEndian.Uint64(v[1:9])}
-	n, w := binary.Uvarint(v[9:])
-	if w <= 0 || n > uint64(len(v)-9-w) {
-		return unreadable(errShort)
-	}
-	start := 9 + w
-	if err := readState(v[start:start+int(n)], &r.Registration); err != nil {
+	inc, state, config, err := splitRow(v)
+	if err != nil {
 		return unreadable(err)
 	}
-	config := v[start+int(n):]
+	r := row{inc: inc}
+	if err := readState(state, &r.Registration); err != nil {
+		return unreadable(err)
+	}
 	ns := r.Namespace
 	if full {
 		if err := json.Unmarshal(config, &r.Config); err != nil {
@@ -74,6 +69,20 @@ func decodeRow(path string, id, v []byte, full bool) (row, error) {
 	}
 	r.ID, r.Namespace = string(id), ns
 	return r, nil
+}
+
+// splitRow cuts a stored row into its incarnation, its state record and
+// its Config's bytes; both slices are v's memory.
+func splitRow(v []byte) (inc uint64, state, config []byte, err error) {
+	if len(v) < 9 || v[0] != rowFormat {
+		return 0, nil, nil, errors.New("unknown format")
+	}
+	n, w := binary.Uvarint(v[9:])
+	if w <= 0 || n > uint64(len(v)-9-w) {
+		return 0, nil, nil, errShort
+	}
+	start := 9 + w
+	return binary.BigEndian.Uint64(v[1:9]), v[start : start+int(n)], v[start+int(n):], nil
 }
 
 // unreadableRow names the row and the file a decoding error was found in.

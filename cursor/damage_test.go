@@ -146,9 +146,15 @@ func TestUnreadableRowNamesTheFile(t *testing.T) {
 	if err == nil {
 		t.Fatal("List of a store with an unreadable row succeeded")
 	}
-	for _, want := range []string{path, `registration "\x00\x00\x00"`, "is unreadable", "unknown format"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+	perr := db.Positions(context.Background(), func(cursor.Position) {})
+	if perr == nil {
+		t.Fatal("Positions over a store with an unreadable row succeeded")
+	}
+	for _, err := range []error{err, perr} {
+		for _, want := range []string{path, `registration "\x00\x00\x00"`, "is unreadable", "unknown format"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
 		}
 	}
 }

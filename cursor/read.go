@@ -183,3 +183,36 @@ func (db *DB) Counts(ctx context.Context) (map[string]map[State]int, error) {
 	}
 	return out, nil
 }
+
+// Position is where one registration stands, without its Config.
+type Position struct {
+	Namespace string
+	State     State
+	NextSeq   uint64
+}
+
+// Positions calls fn with every registration's position as last flushed,
+// decoding only the state records: a gauge over a hundred thousand
+// registrations then costs a walk of the file, not a hundred thousand
+// JSON decodes of Configs on every scrape. fn runs inside a read
+// transaction and must not call the store.
+func (db *DB) Positions(ctx context.Context, fn func(Position)) error {
+	return db.view(ctx, func(tx *bolt.Tx) error {
+		var n int
+		return tx.Bucket([]byte(bucketRegistrations)).ForEach(func(k, v []byte) error {
+			if n++; n%4096 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			_, state, _, err := splitRow(v)
+			var r Registration
+			if err == nil {
+				err = readState(state, &r)
+			}
+			if err != nil {
+				return unreadableRow(db.path, string(k), err)
+			}
+			fn(Position{Namespace: r.Namespace, State: r.State, NextSeq: r.NextSeq})
+			return nil
+		})
+	})
+}

@@ -15,8 +15,9 @@ import (
 // backlog behind their cursors, computed from the store at most every
 // storeScrapeEvery so frequent scrapes of a large store stay cheap.
 type storeCollector struct {
-	store  cursor.Store
-	reader *journal.Reader
+	store positionStore
+	// head is the journal stream's last sequence.
+	head func(context.Context) (uint64, error)
 
 	regs    *prometheus.Desc
 	backlog *prometheus.Desc
@@ -29,14 +30,21 @@ type storeCollector struct {
 
 const storeScrapeEvery = 10 * time.Second
 
-func newStoreCollector(store cursor.Store, reader *journal.Reader) *storeCollector {
+// positionStore is what the gauges read: every registration's position,
+// without decoding a Config, so a refresh over a hundred thousand
+// registrations is a walk of the file rather than half a second of JSON.
+type positionStore interface {
+	Positions(ctx context.Context, fn func(cursor.Position)) error
+}
+
+func newStoreCollector(store positionStore, head func(context.Context) (uint64, error)) *storeCollector {
 	return &storeCollector{
-		store:  store,
-		reader: reader,
+		store: store,
+		head:  head,
 		regs: prometheus.NewDesc("bridge_registrations", "Registrations by namespace and state.",
 			[]string{"namespace", "state"}, nil),
 		backlog: prometheus.NewDesc("bridge_backlog_sequences",
-			"Stream sequences behind the cursors of active registrations, per namespace: an upper bound on undelivered messages (sequences of other subjects count too).",
+			"Stream sequences behind the cursors of active and parked registrations, per namespace: an upper bound on undelivered messages (sequences of other subjects count too).",
 			[]string{"namespace"}, nil),
 	}
 }
@@ -70,26 +78,20 @@ func (c *storeCollector) refresh() {
 			counts[[2]string{ns, string(st)}] = 0
 		}
 	}
-	var last uint64
-	if st, err := c.reader.Info(ctx); err == nil {
-		last = st.LastSeq
+	last, headErr := c.head(ctx)
+	err := c.store.Positions(ctx, func(p cursor.Position) {
+		counts[[2]string{p.Namespace, string(p.State)}]++
+		if headErr == nil && p.State != cursor.Completed && last+1 > p.NextSeq {
+			behind[p.Namespace] += float64(last + 1 - p.NextSeq)
+		}
+	})
+	if err != nil {
+		return
 	}
-	after := ""
-	for {
-		rows, next, err := c.store.List(ctx, cursor.ListOptions{After: after, Limit: 1000})
-		if err != nil {
-			return
-		}
-		for _, r := range rows {
-			counts[[2]string{r.Namespace, string(r.State)}]++
-			if r.State != cursor.Completed && last+1 > r.NextSeq {
-				behind[r.Namespace] += float64(last + 1 - r.NextSeq)
-			}
-		}
-		if next == "" {
-			break
-		}
-		after = next
+	if headErr != nil {
+		// Without the stream's head the backlog is unknown: the last
+		// known one stands rather than a zero that would read as none.
+		behind = c.behind
 	}
 	c.counts, c.behind, c.at = counts, behind, time.Now()
 }

@@ -93,7 +93,10 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bridge.NewMetrics(registry)
-	registry.MustRegister(newStoreCollector(db, reader))
+	registry.MustRegister(newStoreCollector(db, func(ctx context.Context) (uint64, error) {
+		st, err := reader.Info(ctx)
+		return st.LastSeq, err
+	}))
 	registerJournalMetrics(registry, reader)
 
 	daemon, err := newDaemon(c, db, reader, sender, metrics, log)
