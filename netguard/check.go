@@ -50,8 +50,9 @@ func refuseForNow(host, format string, args ...any) *RefusedError {
 // spelling and no literal private address. Every refusal is a permanent
 // *RefusedError.
 //
-// The sender calls it before every POST, so a URL that stopped passing
-// (the grants changed) is refused for good instead of retried.
+// The sender asks before every POST (remembering the verdict for as long
+// as the policy, and so its grants, lives), so a URL that stopped passing
+// because the grants changed is refused for good instead of retried.
 func (p *Policy) ParseURL(ns projection.Namespace, raw string) (*url.URL, error) {
 	if !ns.Valid() {
 		return nil, refuse("", "namespace %q is neither outbox nor a2a", clip(string(ns)))
