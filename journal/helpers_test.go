@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,11 +93,19 @@ func (e *env) stream(cfg jetstream.StreamConfig) jetstream.Stream {
 	if cfg.Subjects == nil {
 		cfg.Subjects = []string{"journal.>"}
 	}
-	s, err := e.js.CreateStream(context.Background(), cfg)
-	if err != nil {
-		e.t.Fatalf("create stream %s: %v", cfg.Name, err)
+	// A stream just deleted has its files removed by the server in the
+	// background; a create that races that removal fails and is retried.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := e.js.CreateStream(context.Background(), cfg)
+		if err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "error creating store") || time.Now().After(deadline) {
+			e.t.Fatalf("create stream %s: %v", cfg.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 func (e *env) publish(subject, data string, hdr nats.Header) uint64 {
