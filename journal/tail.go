@@ -35,11 +35,11 @@ var errTailRestart = errors.New("journal: stream re-created; tail restarts")
 // ring, makes Read refuse old sequences (see ConfirmStream) and restarts
 // the tail; a check that fails restarts the tail at that message.
 //
-// Each run first calls notify with an empty subject and the first
-// sequence it will report, once it has looked at the stream's head: a
-// message stored before that look and after the previous run's last one
-// was never reported, so the caller should take it that every subject may
-// have news.
+// Each run, once its consumer exists, first calls notify with an empty
+// subject and the first sequence it will report: a message stored before
+// the run looked at the stream's head and after the previous run's last
+// one was never reported, so the caller should take it that every subject
+// may have news.
 //
 // A read that reaches the ring's head is caught up as of the tail: a
 // message stored but not yet received is missing from that page, and its
@@ -117,7 +117,6 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	}
 	run.epoch = r.ring.restart(start, st.LastSeq)
 	defer r.ring.stop(run.epoch)
-	notify("", start)
 	cons, err := r.js.OrderedConsumer(ctx, r.stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   start,
@@ -125,6 +124,9 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	if err != nil {
 		return run, fmt.Errorf("journal: starting the tail of stream %s at %d: %w", r.stream, start, err)
 	}
+	// Only a run that will report what follows says so: a tail that keeps
+	// failing to start must not wake every registration each time.
+	notify("", start)
 	cc, err := cons.Consume(func(msg jetstream.Msg) { r.tailed(run, msg, notify) },
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			// The consumer may be gone with its stream: reads check the

@@ -162,7 +162,7 @@ func (c *runConfig) validate() error {
 		return fmt.Errorf("--request-timeout must be positive, got %v", c.requestTimeout)
 	}
 	if c.flushInterval <= 0 || c.flushInterval > time.Minute {
-		return fmt.Errorf("--flush-interval must be between 1ns and 1m, got %v: it is how much a crash repeats", c.flushInterval)
+		return fmt.Errorf("--flush-interval must be positive and at most 1m, got %v: it is how much a crash repeats", c.flushInterval)
 	}
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
 		return fmt.Errorf("--stream %q is not a valid stream name", c.stream)

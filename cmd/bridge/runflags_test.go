@@ -16,8 +16,8 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--flush-interval", "0s"}, "--flush-interval must be between"},
-		{[]string{"--flush-interval", "2m"}, "--flush-interval must be between"},
+		{[]string{"--flush-interval", "0s"}, "--flush-interval must be positive and at most 1m"},
+		{[]string{"--flush-interval", "2m"}, "--flush-interval must be positive and at most 1m"},
 		{[]string{"--max-in-flight", "0"}, "--max-in-flight must be at least 1"},
 		{[]string{"--request-timeout", "-1s"}, "--request-timeout must be positive"},
 	} {
