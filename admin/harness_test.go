@@ -110,7 +110,7 @@ func (h *harness) do(method, path, body string, headers ...string) response {
 }
 
 // create registers body and requires a 201.
-func (h *harness) create(body string) registrationView {
+func (h *harness) create(body string) Registration {
 	h.t.Helper()
 	res := h.do("POST", "/v1/registrations", body)
 	if res.status != http.StatusCreated {
@@ -119,9 +119,9 @@ func (h *harness) create(body string) registrationView {
 	return decodeView(h.t, res.body)
 }
 
-func decodeView(t *testing.T, body []byte) registrationView {
+func decodeView(t *testing.T, body []byte) Registration {
 	t.Helper()
-	var v registrationView
+	var v Registration
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {

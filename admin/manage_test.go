@@ -94,13 +94,13 @@ func purge(t *testing.T, h *harness, body string) cursor.PurgeReport {
 	return rep
 }
 
-func listPage(t *testing.T, h *harness, query string) listView {
+func listPage(t *testing.T, h *harness, query string) Page {
 	t.Helper()
 	res := h.do("GET", "/v1/registrations"+query, "")
 	if res.status != 200 {
 		t.Fatalf("list %s: %d %s", query, res.status, res.body)
 	}
-	var page listView
+	var page Page
 	if err := json.Unmarshal(res.body, &page); err != nil {
 		t.Fatalf("list %s: %v", query, err)
 	}

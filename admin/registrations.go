@@ -119,7 +119,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("listing registrations: %w", err)
 	}
-	out := listView{Registrations: make([]registrationView, 0, len(rows)), Next: next}
+	out := Page{Registrations: make([]Registration, 0, len(rows)), Next: next}
 	for _, reg := range rows {
 		out.Registrations = append(out.Registrations, viewOf(reg))
 	}

@@ -6,50 +6,55 @@ import (
 	"github.com/jetstream-bridge/bridge/cursor"
 )
 
-// registrationView is a registration as the API shows it. It is built
-// field by field from the stored one, never by embedding it, so a secret
-// added to cursor.Config later cannot reach an answer by accident.
-type registrationView struct {
-	ID              string     `json:"id"`
-	Namespace       string     `json:"namespace"`
-	Subject         string     `json:"subject"`
-	TaskID          string     `json:"taskId,omitempty"`
-	URL             string     `json:"url"`
-	Format          string     `json:"format,omitempty"`
-	DataContentType string     `json:"dataContentType,omitempty"`
-	Batch           *batchView `json:"batch,omitempty"`
-	Signed          bool       `json:"signed"`
-	HasToken        bool       `json:"hasToken"`
-	Authentication  *authView  `json:"authentication,omitempty"`
-	State           string     `json:"state"`
-	NextSeq         uint64     `json:"nextSeq"`
-	Attempts        uint32     `json:"attempts"`
-	NextAttemptAt   *time.Time `json:"nextAttemptAt"`
-	LastError       string     `json:"lastError"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	UpdatedAt       time.Time  `json:"updatedAt"`
-	CompletedAt     *time.Time `json:"completedAt,omitempty"`
-	Delivered       uint64     `json:"delivered"`
+// Registration is a registration as the API answers it, and as the CLI
+// reads it. It is built field by field from the stored one, never by
+// embedding it, so a secret added to cursor.Config later cannot reach an
+// answer by accident.
+type Registration struct {
+	ID              string          `json:"id"`
+	Namespace       string          `json:"namespace"`
+	Subject         string          `json:"subject"`
+	TaskID          string          `json:"taskId,omitempty"`
+	URL             string          `json:"url"`
+	Format          string          `json:"format,omitempty"`
+	DataContentType string          `json:"dataContentType,omitempty"`
+	Batch           *Batch          `json:"batch,omitempty"`
+	Signed          bool            `json:"signed"`
+	HasToken        bool            `json:"hasToken"`
+	Authentication  *Authentication `json:"authentication,omitempty"`
+	State           string          `json:"state"`
+	NextSeq         uint64          `json:"nextSeq"`
+	Attempts        uint32          `json:"attempts"`
+	NextAttemptAt   *time.Time      `json:"nextAttemptAt"`
+	LastError       string          `json:"lastError"`
+	CreatedAt       time.Time       `json:"createdAt"`
+	UpdatedAt       time.Time       `json:"updatedAt"`
+	CompletedAt     *time.Time      `json:"completedAt,omitempty"`
+	Delivered       uint64          `json:"delivered"`
 }
 
-type batchView struct {
+// Batch is a registration's batch limits; the ones left out take the
+// worker's defaults. MaxDelay is a Go duration.
+type Batch struct {
 	MaxEvents int    `json:"maxEvents,omitempty"`
 	MaxBytes  int    `json:"maxBytes,omitempty"`
 	MaxDelay  string `json:"maxDelay,omitempty"`
 }
 
-// authView names the scheme only; the credentials stay in the store.
-type authView struct {
+// Authentication names the scheme only; the credentials stay in the store.
+type Authentication struct {
 	Scheme string `json:"scheme"`
 }
 
-type listView struct {
-	Registrations []registrationView `json:"registrations"`
-	Next          string             `json:"next"`
+// Page is one page of a listing; Next is the id to list after, empty on
+// the last page.
+type Page struct {
+	Registrations []Registration `json:"registrations"`
+	Next          string         `json:"next"`
 }
 
-func viewOf(r cursor.Registration) registrationView {
-	v := registrationView{
+func viewOf(r cursor.Registration) Registration {
+	v := Registration{
 		ID:              r.ID,
 		Namespace:       r.Namespace,
 		Subject:         r.Subject,
@@ -70,10 +75,10 @@ func viewOf(r cursor.Registration) registrationView {
 		Delivered:       r.Delivered,
 	}
 	if r.AuthScheme != "" {
-		v.Authentication = &authView{Scheme: r.AuthScheme}
+		v.Authentication = &Authentication{Scheme: r.AuthScheme}
 	}
 	if b := r.Batch; b != nil {
-		v.Batch = &batchView{MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes}
+		v.Batch = &Batch{MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes}
 		if b.MaxDelay > 0 {
 			v.Batch.MaxDelay = b.MaxDelay.String()
 		}

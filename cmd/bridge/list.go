@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/jetstream-bridge/bridge/admin"
 )
 
 // maxLastErrorWidth keeps a table row on one screen line.
@@ -93,7 +95,7 @@ func printTable(w io.Writer, rows []json.RawMessage) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tNAMESPACE\tSTATE\tNEXT SEQ\tATTEMPTS\tDELIVERED\tURL\tLAST ERROR")
 	for _, raw := range rows {
-		var r registration
+		var r admin.Registration
 		if err := decodeAnswer(raw, &r); err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jetstream-bridge/bridge/admin"
 )
 
 const registerSynopsis = "[--id ID] --namespace outbox|a2a (--subject F | --task-id T) --url URL " +
@@ -17,36 +19,8 @@ const registerSynopsis = "[--id ID] --namespace outbox|a2a (--subject F | --task
 	"[--auth-scheme S --auth-credentials C] [--start new|first|SEQ|RFC3339] " +
 	"[--batch-max-events N] [--batch-max-bytes N] [--batch-max-delay D] [--idempotency-key K] [--json]"
 
-// registration is a registration as the admin API shows it.
-type registration struct {
-	ID              string     `json:"id"`
-	Namespace       string     `json:"namespace"`
-	Subject         string     `json:"subject"`
-	TaskID          string     `json:"taskId"`
-	URL             string     `json:"url"`
-	Format          string     `json:"format"`
-	DataContentType string     `json:"dataContentType"`
-	Batch           *batchBody `json:"batch"`
-	Signed          bool       `json:"signed"`
-	HasToken        bool       `json:"hasToken"`
-	Authentication  *authBody  `json:"authentication"`
-	State           string     `json:"state"`
-	NextSeq         uint64     `json:"nextSeq"`
-	Attempts        uint32     `json:"attempts"`
-	NextAttemptAt   *time.Time `json:"nextAttemptAt"`
-	LastError       string     `json:"lastError"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	UpdatedAt       time.Time  `json:"updatedAt"`
-	CompletedAt     *time.Time `json:"completedAt"`
-	Delivered       uint64     `json:"delivered"`
-}
-
-type batchBody struct {
-	MaxEvents int    `json:"maxEvents,omitempty"`
-	MaxBytes  int    `json:"maxBytes,omitempty"`
-	MaxDelay  string `json:"maxDelay,omitempty"`
-}
-
+// authBody is the authentication a create asks for; answers name the
+// scheme only (admin.Authentication).
 type authBody struct {
 	Scheme      string `json:"scheme"`
 	Credentials string `json:"credentials,omitempty"`
@@ -55,18 +29,18 @@ type authBody struct {
 // registerRequest is the create body; empty fields are left out so the
 // API's defaults apply.
 type registerRequest struct {
-	ID              string     `json:"id,omitempty"`
-	Namespace       string     `json:"namespace"`
-	Subject         string     `json:"subject,omitempty"`
-	TaskID          string     `json:"taskId,omitempty"`
-	URL             string     `json:"url"`
-	Format          string     `json:"format,omitempty"`
-	DataContentType string     `json:"dataContentType,omitempty"`
-	Secret          string     `json:"secret,omitempty"`
-	Token           string     `json:"token,omitempty"`
-	Authentication  *authBody  `json:"authentication,omitempty"`
-	Start           any        `json:"start,omitempty"`
-	Batch           *batchBody `json:"batch,omitempty"`
+	ID              string       `json:"id,omitempty"`
+	Namespace       string       `json:"namespace"`
+	Subject         string       `json:"subject,omitempty"`
+	TaskID          string       `json:"taskId,omitempty"`
+	URL             string       `json:"url"`
+	Format          string       `json:"format,omitempty"`
+	DataContentType string       `json:"dataContentType,omitempty"`
+	Secret          string       `json:"secret,omitempty"`
+	Token           string       `json:"token,omitempty"`
+	Authentication  *authBody    `json:"authentication,omitempty"`
+	Start           any          `json:"start,omitempty"`
+	Batch           *admin.Batch `json:"batch,omitempty"`
 }
 
 func cmdRegister(ctx context.Context, s *session, args []string) error {
@@ -88,7 +62,7 @@ func cmdRegister(ctx context.Context, s *session, args []string) error {
 	if rf.idemKey != "" {
 		header = http.Header{"Idempotency-Key": {rf.idemKey}}
 	}
-	return s.callRegistration(ctx, cf, "POST", "/v1/registrations", req, header, func(r registration) {
+	return s.callRegistration(ctx, cf, "POST", "/v1/registrations", req, header, func(r admin.Registration) {
 		fmt.Fprintf(s.out, "registered %s: %s %s -> %s, %s, next sequence %d\n",
 			r.ID, r.Namespace, r.Subject, hostOf(r.URL), r.State, r.NextSeq)
 	})
@@ -99,7 +73,7 @@ func cmdRegister(ctx context.Context, s *session, args []string) error {
 type registerFlags struct {
 	req            registerRequest
 	auth           authBody
-	batch          batchBody
+	batch          admin.Batch
 	start, idemKey string
 }
 
@@ -139,7 +113,7 @@ func (f *registerFlags) request() (registerRequest, error) {
 	if f.auth.Scheme != "" {
 		req.Authentication = &f.auth
 	}
-	if f.batch != (batchBody{}) {
+	if f.batch != (admin.Batch{}) {
 		req.Batch = &f.batch
 	}
 	var err error
@@ -201,7 +175,7 @@ func cmdUnpark(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	return s.callRegistration(ctx, cf, "POST", registrationPath(id)+"/unpark", nil, nil, func(r registration) {
+	return s.callRegistration(ctx, cf, "POST", registrationPath(id)+"/unpark", nil, nil, func(r admin.Registration) {
 		fmt.Fprintf(s.out, "unparked %s: %s, next sequence %d\n", r.ID, r.State, r.NextSeq)
 	})
 }
@@ -227,7 +201,7 @@ func cmdRewind(ctx context.Context, s *session, args []string) error {
 		}
 		body = map[string]string{"time": *at}
 	}
-	return s.callRegistration(ctx, cf, "POST", registrationPath(id)+"/rewind", body, nil, func(r registration) {
+	return s.callRegistration(ctx, cf, "POST", registrationPath(id)+"/rewind", body, nil, func(r admin.Registration) {
 		fmt.Fprintf(s.out, "rewound %s: next sequence %d, %s\n", r.ID, r.NextSeq, r.State)
 		if r.State == "parked" {
 			fmt.Fprintf(s.out, "still parked: run 'bridge unpark %s' to resume delivery\n", r.ID)
@@ -249,7 +223,7 @@ func (s *session) parseID(fs *flag.FlagSet, args []string) (string, error) {
 
 // callRegistration makes a call answered by one registration and prints
 // it: the answer itself with --json, else through human.
-func (s *session) callRegistration(ctx context.Context, cf *clientFlags, method, path string, body any, header http.Header, human func(registration)) error {
+func (s *session) callRegistration(ctx context.Context, cf *clientFlags, method, path string, body any, header http.Header, human func(admin.Registration)) error {
 	c, err := cf.client()
 	if err != nil {
 		return err
@@ -262,7 +236,7 @@ func (s *session) callRegistration(ctx context.Context, cf *clientFlags, method,
 		_, err := s.out.Write(data)
 		return err
 	}
-	var r registration
+	var r admin.Registration
 	if err := decodeAnswer(data, &r); err != nil {
 		return err
 	}
@@ -289,7 +263,7 @@ func hostOf(raw string) string {
 }
 
 // printRegistration prints every field of a registration, one per line.
-func (s *session) printRegistration(r registration) {
+func (s *session) printRegistration(r admin.Registration) {
 	w := newTable(s.out)
 	row := func(k string, v any) { fmt.Fprintf(w, "%s:\t%v\n", k, v) }
 	row("id", r.ID)
@@ -331,7 +305,7 @@ func (s *session) printRegistration(r registration) {
 
 // describeBatch names the batch limits that are set; the rest are the
 // daemon's defaults.
-func describeBatch(b batchBody) string {
+func describeBatch(b admin.Batch) string {
 	var parts []string
 	if b.MaxEvents > 0 {
 		parts = append(parts, fmt.Sprintf("max events %d", b.MaxEvents))
