@@ -87,7 +87,7 @@ func (w *Worker) turnLoop(run, turnCtx context.Context) {
 // marked woken and served when a turn ends. It reports whether the
 // dispatcher has to look.
 func (w *Worker) startNow(id string) (woken bool) {
-	if w.sched.claimWithin(id, w.maxInFlight) {
+	if w.sched.claim(id, w.maxInFlight) {
 		w.turns <- id
 		return false
 	}
@@ -127,7 +127,7 @@ func (w *Worker) dispatch(ctx context.Context, readDue bool) bool {
 		w.metrics.dispatch(w.ns, unserved, more)
 	}
 	for _, id := range ids {
-		if !w.sched.claimWithin(id, w.maxInFlight) {
+		if !w.sched.claim(id, w.maxInFlight) {
 			if w.sched.busy() >= w.maxInFlight {
 				return true
 			}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -78,21 +79,10 @@ func (s *scheduler) promote() {
 	s.mu.Unlock()
 }
 
-// claim marks id as in a turn; false when it already is.
-func (s *scheduler) claim(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, busy := s.inflight[id]; busy {
-		return false
-	}
-	s.inflight[id] = struct{}{}
-	delete(s.woken, id)
-	return true
-}
-
-// claimWithin claims id only while fewer than limit ids are in a turn, so
-// turns handed to Run's goroutines never outnumber them.
-func (s *scheduler) claimWithin(id string, limit int) bool {
+// claim marks id as in a turn; false when it already is, or when limit
+// ids already are, so turns handed to Run's goroutines never outnumber
+// them.
+func (s *scheduler) claim(id string, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, busy := s.inflight[id]; busy || len(s.inflight) >= limit {
@@ -187,7 +177,8 @@ func (w *Worker) Sweep(ctx context.Context, at time.Time, limit int) (Report, er
 		slots    = make(chan struct{}, w.maxInFlight)
 	)
 	for _, id := range ids {
-		if !w.sched.claim(id) {
+		// Sweep's own slots bound its turns, not the claim.
+		if !w.sched.claim(id, math.MaxInt) {
 			continue
 		}
 		slots <- struct{}{}

@@ -76,7 +76,7 @@ type Worker struct {
 
 	sched *scheduler
 	// turns carries claimed registrations to Run's turn goroutines. Its
-	// capacity is MaxInFlight and only claimWithin's claims are sent, so
+	// capacity is MaxInFlight and only ids claimed within that limit are sent, so
 	// a send never waits.
 	turns chan string
 	gone  func(id string)
