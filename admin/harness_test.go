@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetstream-bridge/bridge/cursor"
 	"go.uber.org/goleak"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,7 +31,7 @@ type harness struct {
 	store   *cursor.DB
 	journal *fakeJournal
 	waker   *recordingWaker
-	logs    *syncBuffer
+	logs    *testutil.SyncBuffer
 	clock   *testClock
 }
 
@@ -50,7 +52,7 @@ func newHarness(t *testing.T, mod ...func(*Options)) *harness {
 		store:   store,
 		journal: &fakeJournal{first: 1, last: 41, base: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)},
 		waker:   &recordingWaker{},
-		logs:    &syncBuffer{},
+		logs:    &testutil.SyncBuffer{},
 		clock:   clock,
 	}
 	opts := Options{
@@ -186,22 +188,4 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
-}
-
-// syncBuffer collects log output written from handler goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

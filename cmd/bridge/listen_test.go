@@ -11,14 +11,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // startListen runs "bridge listen" until the test ends and returns its
 // URL and its output.
-func startListen(t *testing.T, args ...string) (string, *syncBuffer) {
+func startListen(t *testing.T, args ...string) (string, *testutil.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, append([]string{"listen", "--addr", "127.0.0.1:0"}, args...), streams{out: out, errOut: errOut})
@@ -146,7 +148,7 @@ func indexOfLine(lines []string, frag string) int {
 }
 
 // waitFor waits until out has a delivery line and its preview for frag.
-func waitFor(t *testing.T, out *syncBuffer, frag string) {
+func waitFor(t *testing.T, out *testutil.SyncBuffer, frag string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		lines := strings.Split(out.String(), "\n")

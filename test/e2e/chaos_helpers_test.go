@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // chaosDaemon is a bridge that is killed and started again on the same data
@@ -32,14 +34,14 @@ import (
 // whole story.
 type chaosDaemon struct {
 	*daemon
-	all     *syncBuffer
+	all     *testutil.SyncBuffer
 	runs    int
 	exited  chan struct{}
 	waitErr error
 }
 
 func newChaosDaemon(t *testing.T, extra ...string) *chaosDaemon {
-	c := &chaosDaemon{daemon: newDaemon(t, extra...), all: &syncBuffer{}}
+	c := &chaosDaemon{daemon: newDaemon(t, extra...), all: &testutil.SyncBuffer{}}
 	t.Cleanup(func() {
 		if c.running() {
 			_ = c.cmd.Process.Kill()
@@ -80,7 +82,7 @@ func (c *chaosDaemon) launch() {
 	c.t.Helper()
 	c.runs++
 	fmt.Fprintf(c.all, "===== run %d =====\n", c.runs)
-	c.logs = &syncBuffer{}
+	c.logs = &testutil.SyncBuffer{}
 	cmd := exec.Command(bin.bridge, c.args...)
 	out := io.MultiWriter(c.logs, c.all)
 	cmd.Stdout, cmd.Stderr = out, out

@@ -17,6 +17,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // crashPlan is how hard the crash test pushes: the default run fits the
@@ -415,7 +417,7 @@ func killDuringPurge(t *testing.T, d *chaosDaemon, completed int) string {
 	cmd := exec.Command(bin.bridge, "purge", "--admin-url", "http://"+d.admin, "--data-dir", d.dataDir,
 		"--completed-older-than", "0s", "--batch-size", "1")
 	cmd.Env = append(os.Environ(), "BRIDGE_ADMIN_TOKEN=")
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

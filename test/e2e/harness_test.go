@@ -22,6 +22,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // binaries built once for the whole package.
@@ -71,25 +73,8 @@ type daemon struct {
 	admin    string
 	args     []string
 	cmd      *exec.Cmd
-	logs     *syncBuffer
+	logs     *testutil.SyncBuffer
 	done     chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newDaemon prepares a bridge on an embedded server in a fresh data dir;
@@ -103,7 +88,7 @@ func newDaemon(t *testing.T, extra ...string) *daemon {
 
 func (d *daemon) start() {
 	d.t.Helper()
-	d.logs = &syncBuffer{}
+	d.logs = &testutil.SyncBuffer{}
 	d.cmd = exec.Command(bin.bridge, d.args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.Env = append(os.Environ(), "NATS_URL=")
