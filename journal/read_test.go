@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 	"github.com/jetstream-bridge/bridge/journal"
 )
 
@@ -158,9 +159,9 @@ func TestStreamWithoutDirectGetGivesTheSamePages(t *testing.T) {
 	for _, p := range all {
 		e.publish("slow"+strings.TrimPrefix(p.subject, "journal"), p.data, p.hdr)
 	}
-	var logs logBuffer
+	var logs testutil.SyncBuffer
 	fast := e.reader("FAST")
-	slow := e.reader("SLOW", journal.WithLogger(logs.logger()))
+	slow := e.reader("SLOW", journal.WithLogger(debugLogger(&logs)))
 
 	for _, size := range []int{1, 7, 256} {
 		fastRecs, fastPages := drain(t, fast, "journal.orders.>", 1, size)
