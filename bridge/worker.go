@@ -380,15 +380,16 @@ func (w *Worker) failed(ctx context.Context, t *turn, f failure) error {
 // failure: none of the record counts as delivered until all of it was.
 func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *projection.Record, msgs []projection.Message, p *progress) *failure {
 	for _, msg := range msgs {
+		at := w.now()
 		out := w.sender.Send(ctx, webhook.Request{
 			Namespace:       projection.Namespace(reg.Namespace),
 			URL:             reg.URL,
 			Message:         msg,
-			Secrets:         secrets(reg.Config, w.now()),
+			Secrets:         secrets(reg.Config, at),
 			Token:           reg.Token,
 			AuthScheme:      reg.AuthScheme,
 			AuthCredentials: reg.AuthCredentials,
-			At:              w.now(),
+			At:              at,
 		})
 		w.series.delivery(out, rec.Time, w.now())
 		if !out.OK() {
