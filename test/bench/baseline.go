@@ -128,18 +128,30 @@ type bareRun struct {
 	cpu   time.Duration // the baseline process's CPU over them
 }
 
+// wire is what a baseline's POSTs carry besides their body: the headers
+// the bridge sends with a message of stream on subject (wireHeaders in the
+// child). The zero wire sends a Content-Type only.
+type wire struct{ stream, subject string }
+
+func (w wire) args() []string {
+	if w == (wire{}) {
+		return nil
+	}
+	return []string{"-stream", w.stream, "-subject", w.subject}
+}
+
 // barePOSTs is the raw limit of delivery to the sink: n POSTs of size
-// bytes from workers goroutines in a process of their own, each worker
-// sequential on its own keep-alive connection, with no journal, no store
-// and no projection.
-func (e *env) barePOSTs(ctx context.Context, n, workers, size int) (bareRun, error) {
+// bytes, with the headers of w, from workers goroutines in a process of
+// their own, each worker sequential on its own keep-alive connection, with
+// no journal, no store and no projection.
+func (e *env) barePOSTs(ctx context.Context, n, workers, size int, w wire) (bareRun, error) {
 	before := e.sink.bare.Load()
-	c, err := startChild(ctx, "post",
-		"-url", e.sink.url+"/bare",
+	c, err := startChild(ctx, "post", append([]string{
+		"-url", e.sink.url + "/bare",
 		"-n", strconv.Itoa(n),
 		"-workers", strconv.Itoa(workers),
 		"-size", strconv.Itoa(size),
-	)
+	}, w.args()...)...)
 	if err != nil {
 		return bareRun{}, err
 	}

@@ -19,15 +19,22 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/projection"
+	"github.com/jetstream-bridge/bridge/projection/cloudevents"
+	"github.com/jetstream-bridge/bridge/webhook"
 )
 
 // childArg, as the first argument, runs the bench binary as a baseline
 // process instead of the benchmark:
 //
-//	bench baseline post -url URL -n N -workers W -size BYTES
+//	bench baseline post -url URL -n N -workers W -size BYTES [-stream NAME -subject SUBJECT]
 //	bench baseline consumer -nats URL -stream NAME -subject FILTER -url URL
 //
-// post times n POSTs and reports once. consumer reports {"ready":true}
+// post times n POSTs and reports once; with -stream and -subject each POST
+// carries the headers the bridge sends with a message of that stream and
+// subject (wireHeaders), without them a Content-Type only. consumer
+// reports {"ready":true}
 // once its ordered consumer exists, POSTs every new message until its
 // stdin closes, then reports. Reports are JSON lines on stdout
 // (childReport); complaints go to stderr.
@@ -49,8 +56,8 @@ func childMain(args []string) int {
 	workers := fs.Int("workers", 1, "post: goroutines, each sequential on its own connection")
 	size := fs.Int("size", kib, "post: body bytes")
 	natsURL := fs.String("nats", "", "consumer: nats-server URL")
-	streamName := fs.String("stream", "", "consumer: stream")
-	subject := fs.String("subject", "", "consumer: subject filter")
+	streamName := fs.String("stream", "", "consumer: stream; post: the stream whose delivery headers to send")
+	subject := fs.String("subject", "", "consumer: subject filter; post: the subject whose delivery headers to send")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fail(err)
 	}
@@ -72,7 +79,15 @@ func childMain(args []string) int {
 		if *n <= 0 || *workers <= 0 {
 			return fail(errors.New("baseline post: -n and -workers must be positive"))
 		}
-		rep, err = postLoop(ctx, client, *url, *n, *workers, bytes.Repeat([]byte{'x'}, *size))
+		body := bytes.Repeat([]byte{'x'}, *size)
+		h := http.Header{"Content-Type": {"application/octet-stream"}}
+		if *streamName != "" || *subject != "" {
+			// A sequence of the backlog's width, so the ids are as long.
+			if h, err = wireHeaders(*streamName, *subject, 100_000, body, time.Now()); err != nil {
+				return fail(err)
+			}
+		}
+		rep, err = postLoop(ctx, client, *url, *n, *workers, body, h)
 	case "consumer":
 		if *natsURL == "" || *streamName == "" || *subject == "" {
 			return fail(errors.New("baseline consumer: -nats, -stream and -subject are required"))
@@ -97,7 +112,8 @@ func childMain(args []string) int {
 
 // bareClient is the baselines' HTTP client: keep-alive, enough idle
 // connections for the fan-out baseline's goroutines, and a timeout so a
-// stuck sink fails the baseline instead of hanging the run.
+// stuck sink fails the baseline instead of hanging the run. Like the
+// bridge's, it asks for no compression, so no Accept-Encoding is sent.
 func bareClient() *http.Client {
 	return &http.Client{
 		Timeout: stallAfter,
@@ -105,8 +121,36 @@ func bareClient() *http.Client {
 			MaxIdleConns:        64,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
 		},
 	}
+}
+
+// wireHeaders are the headers the bridge sends with the message at seq of
+// stream, on subject, to a registration with no secret and no
+// authentication: the CloudEvents binary-mode attributes of the bridge's
+// own projection, then webhook-id, webhook-timestamp and its User-Agent.
+// A baseline that sends them POSTs the bytes the bridge does, so its ratio
+// is what the bridge adds (the journal, the store, the projection) and not
+// what every delivery of such a message carries.
+func wireHeaders(stream, subject string, seq uint64, body []byte, at time.Time) (http.Header, error) {
+	if stream == "" || subject == "" {
+		return nil, errors.New("baseline: the bridge's headers need both -stream and -subject")
+	}
+	rec := projection.Record{Stream: stream, Seq: seq, Subject: subject, Time: at, Data: body}
+	res, err := cloudevents.New(cloudevents.WithStream(stream)).Project(projection.Target{ID: "baseline"}, &rec)
+	if err != nil {
+		return nil, fmt.Errorf("baseline: projecting a message of %s: %w", subject, err)
+	}
+	if len(res.Messages) != 1 {
+		return nil, fmt.Errorf("baseline: a message of %s projects to %d POSTs, want 1", subject, len(res.Messages))
+	}
+	m := res.Messages[0]
+	h := m.Header.Clone()
+	h.Set("Webhook-Id", m.ID)
+	h.Set("Webhook-Timestamp", strconv.FormatInt(at.Unix(), 10))
+	h.Set("User-Agent", "jetstream-bridge/"+webhook.DefaultVersion)
+	return h, nil
 }
 
 // selfCPU is this process's CPU so far, read from /proc as the bridge's
@@ -119,16 +163,14 @@ func selfCPU() time.Duration {
 	return d
 }
 
-// post sends one POST and reads the answer, as the bridge's sender does.
-func post(ctx context.Context, client *http.Client, url string, body []byte, webhookID string) error {
+// post sends one POST with header h and reads the answer, as the bridge's
+// sender does. h is only read, so one map serves every POST.
+func post(ctx context.Context, client *http.Client, url string, body []byte, h http.Header) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	if webhookID != "" {
-		req.Header.Set("Webhook-Id", webhookID)
-	}
+	req.Header = h
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
@@ -143,11 +185,11 @@ func post(ctx context.Context, client *http.Client, url string, body []byte, web
 
 // postLoop sends n POSTs of body from workers goroutines, each sequential
 // on its own keep-alive connection, and reports how long they took.
-func postLoop(ctx context.Context, client *http.Client, url string, n, workers int, body []byte) (childReport, error) {
+func postLoop(ctx context.Context, client *http.Client, url string, n, workers int, body []byte, h http.Header) (childReport, error) {
 	// One POST per worker first, so connection setup is not timed: the
 	// bridge's connections are warm too after its first message.
 	for range workers {
-		if err := post(ctx, client, url, body, ""); err != nil {
+		if err := post(ctx, client, url, body, h); err != nil {
 			return childReport{}, err
 		}
 	}
@@ -159,7 +201,7 @@ func postLoop(ctx context.Context, client *http.Client, url string, n, workers i
 	for range workers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if err := post(ctx, client, url, body, ""); err != nil {
+				if err := post(ctx, client, url, body, h); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
@@ -195,6 +237,14 @@ func consumeAndPost(ctx context.Context, client *http.Client, natsURL, streamNam
 	if err != nil {
 		return childReport{}, fmt.Errorf("ordered consumer on %s: %w", filter, err)
 	}
+	// The headers the bridge would send for a message of filter (a
+	// subject without wildcards in every use), made once: projecting each
+	// message here would time a projection the baseline is meant to
+	// leave out.
+	h, err := wireHeaders(streamName, filter, 100_000, nil, time.Now())
+	if err != nil {
+		return childReport{}, err
+	}
 	it, err := cons.Messages()
 	if err != nil {
 		return childReport{}, err
@@ -229,8 +279,13 @@ func consumeAndPost(ctx context.Context, client *http.Client, natsURL, streamNam
 			rep.Failed++
 			continue
 		}
-		id := streamName + "-" + strconv.FormatUint(md.Sequence.Stream, 10)
-		if err := post(ctx, client, url, msg.Data(), id); err != nil {
+		seq := strconv.FormatUint(md.Sequence.Stream, 10)
+		// The message's own identity in the template's places; the
+		// previous POST is done with the map.
+		id := streamName + "-" + seq
+		h["Ce-Id"], h["Webhook-Id"], h["Ce-Natsseq"] = []string{id}, []string{id}, []string{seq}
+		h["Ce-Subject"] = []string{msg.Subject()}
+		if err := post(ctx, client, url, msg.Data(), h); err != nil {
 			fmt.Fprintln(os.Stderr, "baseline consumer:", err)
 			rep.Failed++
 			continue

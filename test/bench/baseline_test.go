@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/projection"
+	"github.com/jetstream-bridge/bridge/projection/cloudevents"
+	"github.com/jetstream-bridge/bridge/webhook"
 )
 
 // TestMain lets the test binary be a baseline process, as the bench binary
@@ -33,7 +39,7 @@ func TestBarePOSTsRunInAChildProcessTheSinkCounts(t *testing.T) {
 	defer s.close()
 	e := &env{sink: s}
 
-	run, err := e.barePOSTs(context.Background(), 300, 3, kib)
+	run, err := e.barePOSTs(context.Background(), 300, 3, kib, wire{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +59,7 @@ func TestBarePOSTsFailWhenTheSinkRefuses(t *testing.T) {
 	defer refusing.Close()
 	s := &sink{url: refusing.URL}
 	e := &env{sink: s}
-	_, err := e.barePOSTs(context.Background(), 10, 1, kib)
+	_, err := e.barePOSTs(context.Background(), 10, 1, kib, wire{})
 	if err == nil || !strings.Contains(err.Error(), "sink answered 503") {
 		t.Fatalf("baseline against a refusing sink: err = %v, want the sink's 503", err)
 	}
@@ -136,4 +142,64 @@ func TestBareConsumerDeliversNewMessagesToTheSink(t *testing.T) {
 	if lat := r.latencies(); len(lat) != 20 {
 		t.Fatalf("sink timed %d deliveries, want 20", len(lat))
 	}
+}
+
+// TestBaselinePOSTsCarryTheBridgesHeaders sends one message through the
+// bridge's own sender and one bare POST with wireHeaders to the same
+// receiver: what arrives must be the same, or the baselines' "same bytes"
+// would not be.
+func TestBaselinePOSTsCarryTheBridgesHeaders(t *testing.T) {
+	got := make(chan http.Header, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	const stream, subject, seq = "BENCH_S1", "bench.s1.orders", 100_000
+	at := time.Unix(1_764_511_105, 0)
+	body := bytes.Repeat([]byte{'x'}, kib)
+
+	rec := projection.Record{Stream: stream, Seq: seq, Subject: subject, Time: at, Data: body}
+	res, err := cloudevents.New(cloudevents.WithStream(stream)).Project(projection.Target{ID: "r"}, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender := webhook.NewSender()
+	defer sender.Close()
+	if o := sender.Send(ctx, webhook.Request{Namespace: projection.Outbox, URL: srv.URL, Message: res.Messages[0], At: at}); o.Status != http.StatusNoContent {
+		t.Fatalf("bridge's sender: %+v", o)
+	}
+	bridge := <-got
+
+	h, err := wireHeaders(stream, subject, seq, body, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := bareClient()
+	defer client.CloseIdleConnections()
+	if err := post(ctx, client, srv.URL, body, h); err != nil {
+		t.Fatal(err)
+	}
+	bare := <-got
+
+	if len(bridge) < 10 {
+		t.Fatalf("the bridge sent only %d headers: %v", len(bridge), bridge)
+	}
+	for k := range mergeKeys(bridge, bare) {
+		if !slices.Equal(bridge[k], bare[k]) {
+			t.Errorf("%s: the bridge sent %q, the baseline %q", k, bridge[k], bare[k])
+		}
+	}
+}
+
+func mergeKeys(a, b http.Header) map[string]bool {
+	keys := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
 }
