@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"runtime"
@@ -179,5 +180,20 @@ func TestCountGroupsThousands(t *testing.T) {
 		if got := count(n); got != want {
 			t.Errorf("count(%v) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestMedianIsTheMiddleRoundOrTheFirstFailure(t *testing.T) {
+	round := func(rate, bare float64) outcome {
+		return outcome{d: drained{rate: rate}, bare: baseline{before: bareRun{rate: bare}, after: bareRun{rate: bare / 2}}}
+	}
+	rounds := []outcome{round(90, 100), round(70, 100), round(40, 50)}
+	if got := median(rounds); got.ratio() != 0.8 {
+		t.Errorf("median of ratios 0.9, 0.7, 0.8 = %v, want 0.8", got.ratio())
+	}
+	failed := failed("S1", "S1 drain (msg/s)", errors.New("sink gone"))
+	rounds = append(rounds, outcome{early: &failed})
+	if got := median(rounds); got.early == nil {
+		t.Errorf("median of rounds with a failure = ratio %v, want the failure", got.ratio())
 	}
 }

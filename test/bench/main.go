@@ -31,6 +31,8 @@
 //
 //	S1   drain: a backlog of 100,000 × 1 KiB, one registration from the first
 //	     message; against as many sequential bare POSTs of the same bytes.
+//	     Three rounds (-quick: one), each between two baseline runs; the
+//	     round with the median ratio is reported.
 //	S1b  the same in CloudEvents batch mode (maxEvents 100), when the bridge
 //	     delivers batches.
 //	S2   fan-out: 1,000 registrations on one subject, 1,000 messages; against
@@ -61,6 +63,7 @@ import (
 type sizes struct {
 	s1Backlog  int           // S1/S1b backlog
 	s1Bare     int           // bare sequential POSTs
+	s1Rounds   int           // S1 rounds of bridge and baseline
 	s2Regs     int           // S2 registrations
 	s2Msgs     int           // S2 messages
 	s2Bare     int           // bare concurrent POSTs
@@ -74,7 +77,7 @@ type sizes struct {
 }
 
 var full = sizes{
-	s1Backlog: 100_000, s1Bare: 100_000,
+	s1Backlog: 100_000, s1Bare: 100_000, s1Rounds: 3,
 	s2Regs: 1_000, s2Msgs: 1_000, s2Bare: 200_000,
 	s3Regs: 100_000, s3Warm: 10 * time.Second, s3Settle: 2 * time.Minute, s3Idle: 20 * time.Second,
 	s4Rate: 1_000, s4Dur: 10 * time.Second,
@@ -85,7 +88,7 @@ var full = sizes{
 // window or a latency run much shorter than a few seconds measures little
 // but noise.
 var quick = sizes{
-	s1Backlog: 10_000, s1Bare: 10_000,
+	s1Backlog: 10_000, s1Bare: 10_000, s1Rounds: 1,
 	s2Regs: 1_000, s2Msgs: 100, s2Bare: 20_000,
 	s3Regs: 10_000, s3Warm: 3 * time.Second, s3Settle: 30 * time.Second, s3Idle: 5 * time.Second,
 	s4Rate: 1_000, s4Dur: 2 * time.Second,
