@@ -206,11 +206,11 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// newBridgeDir prepares a data dir for a bridge on stream s; a scenario
-// may preload its store before startBridge.
+// newBridgeDir makes an empty data dir for a bridge, a new one on every
+// call, so a scenario's rounds never share a store; a scenario may preload
+// it before startBridge.
 func (e *env) newBridgeDir(name string) (string, error) {
-	dir := filepath.Join(e.dir, "bridge-"+name)
-	return dir, os.MkdirAll(dir, 0o700)
+	return os.MkdirTemp(e.dir, "bridge-"+name+"-")
 }
 
 func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridgeProc, error) {
