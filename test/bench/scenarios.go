@@ -104,7 +104,7 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 		return run, nil
 	}
 	same := wire{stream: s.name, subject: subject}
-	bare0, err := runBare("before, with the bridge's headers,", same, bareN)
+	bare0, err := runBare("before, with the bridge's headers", same, bareN)
 	if err != nil {
 		return drainFailed(plain, batch, err)
 	}
@@ -131,7 +131,7 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 			batched = &outcome{}
 			batched.d, batched.early = b.drainOnce(ctx, s, subject, first, map[string]any{"maxEvents": 100})
 		}
-		after, err := runBare("after, with the bridge's headers,", same, bareN)
+		after, err := runBare("after, with the bridge's headers", same, bareN)
 		if err != nil {
 			return drainFailed(plain, batch, err)
 		}
