@@ -18,6 +18,7 @@ import (
 
 	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 	"github.com/jetstream-bridge/bridge/journal"
 	"github.com/jetstream-bridge/bridge/projection"
 	"github.com/jetstream-bridge/bridge/webhook"
@@ -42,20 +43,9 @@ type env struct {
 func newEnv(t testing.TB, streamOpts ...func(*jetstream.StreamConfig)) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir()}
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: filepath.Join(e.dir, "nats"), NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	e.srv = srv
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if e.nc, err = nats.Connect(srv.ClientURL()); err != nil {
+	e.srv = testutil.NATS(t, filepath.Join(e.dir, "nats"), -1)
+	var err error
+	if e.nc, err = nats.Connect(e.srv.ClientURL()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.nc.Close)

@@ -36,7 +36,7 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir()}
-	e.srv = startServer(t, e.dir, -1)
+	e.srv = testutil.NATS(t, e.dir, -1)
 	nc, err := nats.Connect(e.srv.ClientURL(),
 		nats.ReconnectWait(20*time.Millisecond),
 		nats.MaxReconnects(-1),
@@ -49,33 +49,9 @@ func newEnv(t testing.TB) *env {
 	if e.js, err = jetstream.New(nc); err != nil {
 		t.Fatalf("jetstream: %v", err)
 	}
-	t.Cleanup(func() {
-		e.nc.Close()
-		e.srv.Shutdown()
-		e.srv.WaitForShutdown()
-	})
+	// Before the server stops: cleanups run last registered first.
+	t.Cleanup(e.nc.Close)
 	return e
-}
-
-func startServer(t testing.TB, dir string, port int) *server.Server {
-	t.Helper()
-	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	return s
 }
 
 // restart stops the server and starts it again on the same store and port.
@@ -84,7 +60,7 @@ func (e *env) restart() {
 	port := e.srv.Addr().(*net.TCPAddr).Port
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
-	e.srv = startServer(e.t, e.dir, port)
+	e.srv = testutil.NATS(e.t, e.dir, port)
 }
 
 func (e *env) stream(cfg jetstream.StreamConfig) jetstream.Stream {

@@ -3,30 +3,17 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // startTestNATS runs an embedded JetStream server with the JOURNAL stream.
 func startTestNATS(t *testing.T) string {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
+	srv := testutil.NATS(t, t.TempDir(), -1)
 	nc := testConn(t, srv.ClientURL())
 	js, _ := jetstream.New(nc)
 	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOURNAL", Subjects: []string{"journal.>"}}); err != nil {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 	"github.com/jetstream-bridge/bridge/projection"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 	"github.com/jetstream-bridge/bridge/webhook"
@@ -72,21 +72,7 @@ func TestBarePOSTsFailWhenTheSinkRefuses(t *testing.T) {
 func TestBareConsumerDeliversNewMessagesToTheSink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "nats"), NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	defer func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	}()
-	if !ns.ReadyForConnections(15 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	ns := testutil.NATS(t, filepath.Join(t.TempDir(), "nats"), -1)
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
