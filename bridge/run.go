@@ -110,7 +110,11 @@ func (w *Worker) releaseQueued() {
 
 // dispatch fills the free turn slots without waiting for any turn, and
 // reports whether due rows were left waiting for a slot.
-func (w *Worker) dispatch(ctx context.Context, readDue bool) bool {
+func (w *Worker) dispatch(ctx context.Context, readDue bool) (more bool) {
+	// A turn that ends while this runs pokes the dispatcher again; one
+	// that ends after, only if rows were left waiting.
+	w.sched.setWaiting(true)
+	defer func() { w.sched.setWaiting(more) }()
 	busy := w.sched.busy()
 	free := w.maxInFlight - busy
 	if free <= 0 {

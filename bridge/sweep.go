@@ -24,7 +24,12 @@ type scheduler struct {
 	inflight map[string]struct{}
 	woken    map[string]struct{}
 	deferred map[string]struct{}
-	kick     chan struct{}
+	// waiting says the dispatcher may have work when a slot frees: it is
+	// dispatching now, or it left due rows without a slot. A turn's end
+	// wakes the dispatcher only then, or for a woken row, so a live
+	// message's turn does not wake a second goroutine for nothing.
+	waiting bool
+	kick    chan struct{}
 }
 
 func newScheduler() *scheduler {
@@ -96,8 +101,17 @@ func (s *scheduler) claim(id string, limit int) bool {
 func (s *scheduler) release(id string) {
 	s.mu.Lock()
 	delete(s.inflight, id)
+	look := s.waiting || len(s.woken) > 0
 	s.mu.Unlock()
-	s.poke()
+	if look {
+		s.poke()
+	}
+}
+
+func (s *scheduler) setWaiting(v bool) {
+	s.mu.Lock()
+	s.waiting = v
+	s.mu.Unlock()
 }
 
 func (s *scheduler) busy() int {
