@@ -35,8 +35,9 @@ func waitDeliveries(t *testing.T, rc *receiver, n int, what string) {
 	t.Fatalf("%s: %d POSTs arrived, want %d", what, len(rc.deliveries()), n)
 }
 
-func TestWakeDuringATurnIsServedWhenTheTurnEnds(t *testing.T) {
-	e := newEnv(t)
+// holdingFirst is a receiver that answers its first POST only once hold
+// is closed, and every other at once.
+func holdingFirst(t *testing.T) (*receiver, chan struct{}) {
 	hold := make(chan struct{})
 	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
 		if n == 0 {
@@ -44,6 +45,12 @@ func TestWakeDuringATurnIsServedWhenTheTurnEnds(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	return rc, hold
+}
+
+func TestWakeDuringATurnIsServedWhenTheTurnEnds(t *testing.T) {
+	e := newEnv(t)
+	rc, hold := holdingFirst(t)
 	e.register("r", rc.URL, "journal.>")
 	e.publish("journal.a", "first")
 	w := e.worker(bridge.WithTick(time.Hour))
@@ -63,13 +70,7 @@ func TestWakeDuringATurnIsServedWhenTheTurnEnds(t *testing.T) {
 
 func TestDueRowsWaitingForASlotAreServedWhenOneFrees(t *testing.T) {
 	e := newEnv(t)
-	hold := make(chan struct{})
-	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 0 {
-			<-hold
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	rc, hold := holdingFirst(t)
 	e.register("a", rc.URL, "journal.>")
 	e.register("b", rc.URL, "journal.>")
 	e.publish("journal.a", "m")
