@@ -60,13 +60,20 @@ func TestDaemonDeliversWhatLandedBeforeTheTailStarted(t *testing.T) {
 // runDaemon runs d until the test ends, and fails the test if Run does.
 func runDaemon(t *testing.T, d *bridge.Daemon) {
 	t.Helper()
+	runUntilEnd(t, "daemon", d.Run)
+}
+
+// runUntilEnd runs run until the test ends, and fails the test if run
+// returns an error.
+func runUntilEnd(t *testing.T, what string, run func(context.Context) error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
+			t.Errorf("%s: %v", what, err)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -13,26 +12,12 @@ import (
 // it serves while the test looks was started by a wake or a turn's end.
 func runWorker(t *testing.T, w *bridge.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runUntilEnd(t, "worker", w.Run)
 }
 
-// waitDeliveries waits up to 10 s for rc to have received n POSTs.
-func waitDeliveries(t *testing.T, rc *receiver, n int, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if len(rc.deliveries()) >= n {
-			return
-		}
-	}
-	t.Fatalf("%s: %d POSTs arrived, want %d", what, len(rc.deliveries()), n)
+// delivered reports whether rc has received n POSTs.
+func delivered(rc *receiver, n int) func() bool {
+	return func() bool { return len(rc.deliveries()) >= n }
 }
 
 // holdingFirst is a receiver that answers its first POST only once hold
@@ -55,14 +40,14 @@ func TestWakeDuringATurnIsServedWhenTheTurnEnds(t *testing.T) {
 	e.publish("journal.a", "first")
 	w := e.worker(bridge.WithTick(time.Hour))
 	runWorker(t, w)
-	waitDeliveries(t, rc, 1, "the due registration's first message")
+	waitUntil(t, "the due registration's first message", delivered(rc, 1))
 
 	// The turn has read its page and waits on the receiver: the next
 	// message is news to a registration that is in a turn.
 	e.publish("journal.a", "second")
 	w.Wake("r")
 	close(hold)
-	waitDeliveries(t, rc, 2, "a message that woke the registration during its turn")
+	waitUntil(t, "a message that woke the registration during its turn", delivered(rc, 2))
 	if got := rc.bodies(); got[1] != "second" {
 		t.Fatalf("bodies = %q, want the second message after the first", got)
 	}
@@ -76,7 +61,7 @@ func TestDueRowsWaitingForASlotAreServedWhenOneFrees(t *testing.T) {
 	e.publish("journal.a", "m")
 	w := e.worker(bridge.WithTick(time.Hour), bridge.WithMaxInFlight(1))
 	runWorker(t, w)
-	waitDeliveries(t, rc, 1, "the first registration's POST")
+	waitUntil(t, "the first registration's POST", delivered(rc, 1))
 	close(hold)
-	waitDeliveries(t, rc, 2, "the registration that waited for the only slot")
+	waitUntil(t, "the registration that waited for the only slot", delivered(rc, 2))
 }
