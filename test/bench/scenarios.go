@@ -115,38 +115,10 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 		return drainFailed(plain, batch, err)
 	}
 
-	// Rounds of bridge, then baseline, each round bracketed by the
-	// baseline runs on either side of it; S1 reports the round with the
-	// median ratio, so one quiet or busy spell of the machine does not
-	// make the figure. Batch mode drains once, in the first round.
-	var plains []outcome
-	var batched *outcome
-	before := bare0
-	for round := range b.sz.s1Rounds {
-		var o outcome
-		if plain {
-			o.d, o.early = b.drainOnce(ctx, s, subject, first, nil)
-		}
-		if batch && round == 0 && ctx.Err() == nil {
-			batched = &outcome{}
-			batched.d, batched.early = b.drainOnce(ctx, s, subject, first, map[string]any{"maxEvents": 100})
-		}
-		after, err := runBare("after, with the bridge's headers", same, bareN)
-		if err != nil {
-			return drainFailed(plain, batch, err)
-		}
-		o.bare = baseline{before: before, after: after}
-		if batched != nil && round == 0 {
-			batched.bare = o.bare
-		}
-		before = after
-		if !plain {
-			break
-		}
-		plains = append(plains, o)
-		if o.early != nil || ctx.Err() != nil {
-			break
-		}
+	after := func() (bareRun, error) { return runBare("after, with the bridge's headers", same, bareN) }
+	plains, batched, err := b.drainRounds(ctx, s, subject, first, plain, batch, bare0, after)
+	if err != nil {
+		return drainFailed(plain, batch, err)
 	}
 
 	var out []result
@@ -157,6 +129,42 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 		out = append(out, drainResult(*batched, nil, n, bodyOnly))
 	}
 	return out
+}
+
+// drainRounds drains the backlog in rounds of bridge, then baseline, each
+// round bracketed by the baseline runs on either side of it (before is the
+// first); S1 reports the round with the median ratio, so one quiet or busy
+// spell of the machine does not make the figure. Batch mode drains once,
+// in the first round.
+func (b *bench) drainRounds(ctx context.Context, s stream, subject string, first uint64, plain, batch bool,
+	before bareRun, after func() (bareRun, error)) (plains []outcome, batched *outcome, err error) {
+	for round := range b.sz.s1Rounds {
+		var o outcome
+		if plain {
+			o.d, o.early = b.drainOnce(ctx, s, subject, first, nil)
+		}
+		if batch && round == 0 && ctx.Err() == nil {
+			batched = &outcome{}
+			batched.d, batched.early = b.drainOnce(ctx, s, subject, first, map[string]any{"maxEvents": 100})
+		}
+		next, err := after()
+		if err != nil {
+			return nil, nil, err
+		}
+		o.bare = baseline{before: before, after: next}
+		if batched != nil && round == 0 {
+			batched.bare = o.bare
+		}
+		before = next
+		if !plain {
+			break
+		}
+		plains = append(plains, o)
+		if o.early != nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return plains, batched, nil
 }
 
 // outcome is one drain and the baseline runs either side of it; early is
