@@ -63,7 +63,6 @@ import (
 // sizes are a run's dimensions.
 type sizes struct {
 	s1Backlog  int           // S1/S1b backlog
-	s1Bare     int           // bare sequential POSTs
 	s1Rounds   int           // S1 rounds of bridge and baseline
 	s2Regs     int           // S2 registrations
 	s2Msgs     int           // S2 messages
@@ -77,7 +76,7 @@ type sizes struct {
 }
 
 var full = sizes{
-	s1Backlog: 100_000, s1Bare: 100_000, s1Rounds: 3,
+	s1Backlog: 100_000, s1Rounds: 3,
 	s2Regs: 1_000, s2Msgs: 1_000,
 	s3Regs: 100_000, s3Warm: 10 * time.Second, s3Settle: 2 * time.Minute, s3Idle: 20 * time.Second,
 	s4Rate: 1_000, s4Dur: 10 * time.Second,
@@ -88,7 +87,7 @@ var full = sizes{
 // window or a latency run much shorter than a few seconds measures little
 // but noise.
 var quick = sizes{
-	s1Backlog: 10_000, s1Bare: 10_000, s1Rounds: 1,
+	s1Backlog: 10_000, s1Rounds: 1,
 	s2Regs: 1_000, s2Msgs: 100,
 	s3Regs: 10_000, s3Warm: 3 * time.Second, s3Settle: 30 * time.Second, s3Idle: 5 * time.Second,
 	s4Rate: 1_000, s4Dur: 2 * time.Second,

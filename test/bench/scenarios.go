@@ -93,10 +93,9 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 	// figures average the machine's moods over as long a time; a short
 	// loop catches a quiet spell or a busy one, and the better of two
 	// short ones sets a bar the machine only reaches now and then.
-	bareN := min(n, b.sz.s1Bare)
-	runBare := func(when string, w wire, n int) (bareRun, error) {
-		logf("S1: baseline %s, %s sequential bare POSTs of the same 1 KiB from a process of their own", when, count(float64(n)))
-		run, err := b.barePOSTs(ctx, n, 1, len(payload), w)
+	runBare := func(when string, w wire, posts int) (bareRun, error) {
+		logf("S1: baseline %s, %s sequential bare POSTs of the same 1 KiB from a process of their own", when, count(float64(posts)))
+		run, err := b.barePOSTs(ctx, posts, 1, len(payload), w)
 		if err != nil {
 			return run, fmt.Errorf("baseline: %w", err)
 		}
@@ -104,18 +103,18 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 		return run, nil
 	}
 	same := wire{stream: s.name, subject: subject}
-	bare0, err := runBare("before, with the bridge's headers", same, bareN)
+	bare0, err := runBare("before, with the bridge's headers", same, n)
 	if err != nil {
 		return drainFailed(plain, batch, err)
 	}
 	// For the record, what the headers cost: the same loop with a
 	// Content-Type only, shorter, since no ratio is taken against it.
-	bodyOnly, err := runBare("with a Content-Type only", wire{}, max(bareN/5, 1))
+	bodyOnly, err := runBare("with a Content-Type only", wire{}, max(n/5, 1))
 	if err != nil {
 		return drainFailed(plain, batch, err)
 	}
 
-	after := func() (bareRun, error) { return runBare("after, with the bridge's headers", same, bareN) }
+	after := func() (bareRun, error) { return runBare("after, with the bridge's headers", same, n) }
 	plains, batched, err := b.drainRounds(ctx, s, subject, first, plain, batch, bare0, after)
 	if err != nil {
 		return drainFailed(plain, batch, err)
