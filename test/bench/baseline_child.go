@@ -146,7 +146,7 @@ func wireHeaders(stream, subject string, seq uint64, body []byte, at time.Time) 
 		return nil, fmt.Errorf("baseline: a message of %s projects to %d POSTs, want 1", subject, len(res.Messages))
 	}
 	m := res.Messages[0]
-	h := m.Header.Clone()
+	h := m.Header // made for this call alone
 	h.Set("Webhook-Id", m.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(at.Unix(), 10))
 	h.Set("User-Agent", "jetstream-bridge/"+webhook.DefaultVersion)
