@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/internal/heapfloor"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 )
 
@@ -32,10 +35,55 @@ type runConfig struct {
 	maxAttempts    int
 	requestTimeout time.Duration
 	flushInterval  time.Duration
+	heapFloor      byteSize
 	ceSource       string
 	ceType         string
 	logFormat      string
 	debugListen    string
+}
+
+// defaultHeapFloor lets a bridge that holds little collect about once per
+// 64 MiB allocated instead of once per live heap's worth: tailing a stream
+// at 1,000 messages/s it held 12 MiB and collected every second, and the
+// deliveries that met a mark phase were most of the slowest 1 %.
+const defaultHeapFloor = 64 << 20
+
+// byteSize is a flag of bytes: a number with an optional KiB, MiB or GiB.
+type byteSize uint64
+
+func (b *byteSize) String() string {
+	for _, u := range sizeUnits() {
+		if *b != 0 && uint64(*b)%u.n == 0 {
+			return fmt.Sprintf("%d%s", uint64(*b)/u.n, u.suffix)
+		}
+	}
+	return fmt.Sprint(uint64(*b))
+}
+
+type sizeUnit struct {
+	suffix string
+	n      uint64
+}
+
+// sizeUnits are the suffixes byteSize reads and writes, largest first.
+func sizeUnits() [3]sizeUnit {
+	return [...]sizeUnit{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+}
+
+func (b *byteSize) Set(s string) error {
+	num, mult := s, uint64(1)
+	for _, u := range sizeUnits() {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = n, u.n
+			break
+		}
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n > math.MaxUint64/mult {
+		return fmt.Errorf("%q is not a size in bytes (a number, optionally with KiB, MiB or GiB)", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }
 
 // optionalBool is a bool flag that knows whether it was given, for
@@ -84,6 +132,8 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.IntVar(&c.maxAttempts, "max-attempts", bridge.DefaultMaxAttempts, "consecutive failures before a registration is parked")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Second, "timeout of one POST")
 	fs.DurationVar(&c.flushInterval, "flush-interval", bridge.DefaultFlushInterval, "longest an acknowledged cursor waits to be made durable: what a crash can repeat")
+	c.heapFloor = defaultHeapFloor
+	fs.Var(&c.heapFloor, "heap-floor", "heap size below which Go's collector does not run, so a small heap is not collected every few MiB (0 = GOGC alone)")
 	fs.StringVar(&c.ceSource, "ce-source", "", "CloudEvents source for messages that are not CloudEvents already (default /jetstream/<stream>)")
 	fs.StringVar(&c.ceType, "ce-type", "io.nats.jetstream.message", "CloudEvents type for messages without a ce-type header")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
@@ -117,6 +167,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	stop := announceStop(ctx, log)
 	defer stop()
+	defer heapfloor.Keep(uint64(c.heapFloor))()
 	if err := serve(ctx, c, log); err != nil {
 		log.Error("bridge stopped", "error", err)
 		fmt.Fprintln(stderr, "bridge run:", err)
