@@ -68,7 +68,7 @@ type Sender struct {
 	timeout        time.Duration
 	maxBody        int64
 	excerptLen     int
-	userAgent      string
+	userAgent      []string // one value, shared by every request's header map
 	policy         *netguard.Policy
 	tlsConfig      *tls.Config
 	maxIdlePerHost int
@@ -130,7 +130,7 @@ func WithExcerptLen(n int) Option {
 func WithVersion(v string) Option {
 	return func(s *Sender) {
 		if v != "" {
-			s.userAgent = userAgentProduct + v
+			s.userAgent = []string{userAgentProduct + v}
 		}
 	}
 }
@@ -161,7 +161,7 @@ func NewSender(opts ...Option) *Sender {
 		timeout:        DefaultTimeout,
 		maxBody:        DefaultMaxBodyRead,
 		excerptLen:     DefaultExcerptLen,
-		userAgent:      userAgentProduct + DefaultVersion,
+		userAgent:      []string{userAgentProduct + DefaultVersion},
 		policy:         netguard.NewPolicy(),
 		tlsConfig:      &tls.Config{},
 		maxIdlePerHost: DefaultMaxIdlePerHost,
@@ -302,12 +302,20 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 	if err := checkRequest(r); err != nil {
 		return nil, err
 	}
-	h := make(http.Header, headerCount(r))
+	own := ownHeaders(r)
+	h := make(http.Header, len(r.Message.Header)+own)
 	maps.Copy(h, r.Message.Header)
+	// The sender's values share one array, each slice capped at its one
+	// element: a header map costs one allocation for them, not one each.
+	vals := make([]string, 0, own)
+	set := func(key, v string) {
+		vals = append(vals, v)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	ts := r.At.Unix()
-	h[canonicalUserAgent] = []string{s.userAgent}
-	h[canonicalID] = []string{r.Message.ID}
-	h[canonicalTimestamp] = []string{strconv.FormatInt(ts, 10)}
+	h[canonicalUserAgent] = s.userAgent
+	set(canonicalID, r.Message.ID)
+	set(canonicalTimestamp, strconv.FormatInt(ts, 10))
 	if len(r.Secrets) > 0 {
 		sigs := make([]string, 0, len(r.Secrets))
 		for i, sec := range r.Secrets {
@@ -317,22 +325,22 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 			}
 			sigs = append(sigs, Sign(key, r.Message.ID, ts, r.Message.Body))
 		}
-		h[canonicalSignature] = []string{strings.Join(sigs, " ")}
+		set(canonicalSignature, strings.Join(sigs, " "))
 	}
 	if r.AuthScheme != "" {
-		h[canonicalAuth] = []string{r.AuthScheme + " " + r.AuthCredentials}
+		set(canonicalAuth, r.AuthScheme+" "+r.AuthCredentials)
 	}
 	if r.Token != "" {
-		h[canonicalToken] = []string{r.Token}
-		h[canonicalXToken] = []string{r.Token}
+		set(canonicalToken, r.Token)
+		set(canonicalXToken, r.Token)
 	}
 	return h, nil
 }
 
-// headerCount is how many headers r is sent with, so the map is made at
-// its size instead of grown or made too big on every POST.
-func headerCount(r Request) int {
-	n := len(r.Message.Header) + 3
+// ownHeaders is how many headers the sender adds to r's own, so the map
+// is made at its size instead of grown or made too big on every POST.
+func ownHeaders(r Request) int {
+	n := 3
 	if len(r.Secrets) > 0 {
 		n++
 	}
@@ -401,8 +409,10 @@ func (s *Sender) answered(resp *http.Response, r Request, u *url.URL) Outcome {
 	o := Outcome{Status: resp.StatusCode, Class: classOf(resp.StatusCode)}
 	if o.OK() {
 		// One byte past the cap, so a body of exactly the cap reaches EOF
-		// and its connection is reused.
-		_, _ = io.CopyN(io.Discard, resp.Body, s.maxBody+1)
+		// and its connection is reused. A 204 has no body to read.
+		if resp.Body != http.NoBody {
+			_, _ = io.CopyN(io.Discard, resp.Body, s.maxBody+1)
+		}
 		return o
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
