@@ -16,6 +16,7 @@
 package heapfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -106,13 +107,16 @@ func (k *keeper) adjust() bool {
 // larger of live × (1 + GOGC/100) and heapMinimum × GOGC/100, so the
 // percentage is bounded by both.
 func percentFor(floor, live uint64, base int) int {
-	p := floor * 100 / heapMinimum
-	if live > 0 && live < floor {
-		p = min(p, (floor-live)*100/live)
-	} else if live >= floor {
-		p = 0
+	if live >= floor {
+		return base
 	}
-	return max(base, int(p))
+	p := float64(floor) / heapMinimum
+	if live > 0 {
+		p = min(p, float64(floor-live)/float64(live))
+	}
+	// The runtime keeps the percentage in an int32; past it GOGC would
+	// read as negative, which turns the collector off.
+	return max(base, int(min(p*100, math.MaxInt32)))
 }
 
 func (k *keeper) stop() {

@@ -1,6 +1,7 @@
 package heapfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"testing"
@@ -22,6 +23,9 @@ func TestPercentFor(t *testing.T) {
 		{floor: 64 * mib, live: 0, base: 100, want: 1600},
 		{floor: 64 * mib, live: 80 * mib, base: 100, want: 100},
 		{floor: 1 * mib, live: 0, base: 100, want: 100},
+		{floor: math.MaxUint64 / 100, live: 1, base: 100, want: math.MaxInt32},
+		{floor: math.MaxUint64, live: mib, base: 100, want: math.MaxInt32},
+		{floor: 64 * mib, live: 64 * mib, base: 100, want: 100},
 	} {
 		if got := percentFor(c.floor, c.live, c.base); got != c.want {
 			t.Errorf("percentFor(floor %d, live %d, base %d) = %d, want %d", c.floor, c.live, c.base, got, c.want)
