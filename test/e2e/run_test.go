@@ -189,3 +189,26 @@ func firstArrivals(bodies []string) []string {
 }
 
 var _ = fmt.Sprint
+
+// The heap floor reaches the running process: with the default floor the
+// collector's percentage, as /metrics reports it, is above the one a
+// bridge run with --heap-floor 0 keeps, because a fresh bridge's heap is
+// far below 64 MiB.
+func TestHeapFloorRaisesTheCollectorsPercentage(t *testing.T) {
+	floored := newDaemon(t)
+	floored.start()
+	plain := newDaemon(t, "--heap-floor", "0")
+	plain.start()
+	const metric = "go_gc_gogc_percent"
+	withFloor, without := metricSum(t, floored.admin, metric), metricSum(t, plain.admin, metric)
+	if without <= 0 || withFloor <= without {
+		t.Fatalf("%s: %v with the default heap floor, %v with --heap-floor 0; want the floor's above", metric, withFloor, without)
+	}
+	t.Logf("%s: %v with the default floor, %v without", metric, withFloor, without)
+	if code := floored.stop(); code != 0 {
+		t.Errorf("bridge with the floor exited %d", code)
+	}
+	if code := plain.stop(); code != 0 {
+		t.Errorf("bridge without the floor exited %d", code)
+	}
+}
