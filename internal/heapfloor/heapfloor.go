@@ -55,7 +55,7 @@ type sentinel struct {
 // what the current GOGC asks for, whichever is more, re-tuning after every
 // collection. It does nothing when floor is 0 or the collector is off. The
 // returned function restores the percentage Keep found; it is safe to call
-// more than once.
+// more than once. The percentage is the process's: keep one floor at a time.
 func Keep(floor uint64) (stop func()) {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
