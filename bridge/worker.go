@@ -76,8 +76,8 @@ type Worker struct {
 
 	sched *scheduler
 	// turns carries claimed registrations to Run's turn goroutines. Its
-	// capacity is MaxInFlight and only ids claimed within that limit are sent, so
-	// a send never waits.
+	// capacity is MaxInFlight and only ids claimed within that limit are
+	// sent, so a send never waits.
 	turns chan string
 	gone  func(id string)
 	// stopping is set when Run's context ends: turns stop at the next

@@ -307,7 +307,8 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 	maps.Copy(h, r.Message.Header)
 	// The sender's values share one array, each slice capped at its one
 	// element: a header map costs one allocation for them, not one each.
-	vals := make([]string, 0, own)
+	// The User-Agent's value is the sender's own, shared by every map.
+	vals := make([]string, 0, own-1)
 	set := func(key, v string) {
 		vals = append(vals, v)
 		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]

@@ -167,6 +167,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	stop := announceStop(ctx, log)
 	defer stop()
+	// The collector's percentage is the process's, so the daemon's
+	// command sets it, not a package the tests run in-process.
 	defer heapfloor.Keep(uint64(c.heapFloor))()
 	if err := serve(ctx, c, log); err != nil {
 		log.Error("bridge stopped", "error", err)
