@@ -46,6 +46,11 @@ const numPendingHeader = "Nats-Num-Pending"
 // one reply subject, closed by an end-of-batch status. All requests of a
 // Reader share one wildcard subscription, so a page costs one publish and
 // no subscription churn.
+//
+// Replies become records on the subscription's goroutine, and a request
+// is handed its whole answer at once: a page of n messages wakes the
+// waiting reader once, not n times. Those per-message hand-offs competed
+// with a drain's deliveries for the cores.
 type directGetter struct {
 	nc      *nats.Conn
 	stream  string
@@ -56,7 +61,7 @@ type directGetter struct {
 	sub     *nats.Subscription
 	mu      sync.Mutex
 	next    uint64
-	pending map[string]chan *nats.Msg
+	pending map[string]*answer
 }
 
 func newDirectGetter(nc *nats.Conn, apiPrefix, stream string, stats *counters) (*directGetter, error) {
@@ -66,7 +71,7 @@ func newDirectGetter(nc *nats.Conn, apiPrefix, stream string, stats *counters) (
 		subject: apiPrefix + "DIRECT.GET." + stream,
 		prefix:  nc.NewInbox() + ".",
 		stats:   stats,
-		pending: make(map[string]chan *nats.Msg),
+		pending: make(map[string]*answer),
 	}
 	sub, err := nc.Subscribe(d.prefix+"*", d.route)
 	if err != nil {
@@ -85,43 +90,45 @@ func (d *directGetter) close() error {
 	return err
 }
 
-// route hands a reply to the request waiting for it. Every reply channel
-// has room for every reply its request can produce, so route never blocks
-// the subscription; replies to abandoned requests are dropped.
+// route adds a reply to the answer it belongs to and, when that answer is
+// complete, forgets the request and hands the answer over. Replies to
+// abandoned or completed requests are dropped. The subscription calls
+// route from one goroutine, so an answer is only ever touched by one.
 func (d *directGetter) route(m *nats.Msg) {
 	token := m.Subject[len(d.prefix):]
 	d.mu.Lock()
-	ch := d.pending[token]
+	a := d.pending[token]
 	d.mu.Unlock()
-	if ch == nil {
+	if a == nil || !a.add(d.stream, m) {
 		return
 	}
-	select {
-	case ch <- m:
-	default:
-	}
+	d.mu.Lock()
+	delete(d.pending, token)
+	d.mu.Unlock()
+	a.done <- a.result
 }
 
-// request publishes body and returns the channel its replies arrive on,
-// with room for up to replies messages, and the function that forgets it.
-func (d *directGetter) request(body []byte, replies int) (<-chan *nats.Msg, func(), error) {
-	ch := make(chan *nats.Msg, replies)
+// request publishes body and returns the answer its replies are gathered
+// into, and the function that forgets it.
+func (d *directGetter) request(body []byte, capacity int) (*answer, func(), error) {
+	a := &answer{done: make(chan answerResult, 1)}
+	a.result.recs = make([]projection.Record, 0, capacity)
 	d.mu.Lock()
 	d.next++
 	token := strconv.FormatUint(d.next, 36)
-	d.pending[token] = ch
+	d.pending[token] = a
 	d.mu.Unlock()
-	done := func() {
+	forget := func() {
 		d.mu.Lock()
 		delete(d.pending, token)
 		d.mu.Unlock()
 	}
 	d.stats.requests.Add(1)
 	if err := d.nc.PublishRequest(d.subject, d.prefix+token, body); err != nil {
-		done()
+		forget()
 		return nil, nil, err
 	}
-	return ch, done, nil
+	return a, forget, nil
 }
 
 func (d *directGetter) fetch(ctx context.Context, filter string, from uint64, n int) ([]projection.Record, bool, error) {
@@ -129,56 +136,70 @@ func (d *directGetter) fetch(ctx context.Context, filter string, from uint64, n 
 	if err != nil {
 		return nil, false, err
 	}
-	ch, done, err := d.request(body, n+1)
+	a, forget, err := d.request(body, min(n, 64))
 	if err != nil {
 		return nil, false, fmt.Errorf("journal: direct get on stream %s from %d: %w", d.stream, from, err)
 	}
-	defer done()
-	recs, caughtUp, err := d.collect(ctx, ch, min(n, 64))
+	defer forget()
+	r, err := a.wait(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("journal: direct get on stream %s from %d: %w", d.stream, from, err)
 	}
-	d.stats.fetched.Add(uint64(len(recs)))
-	return recs, caughtUp, nil
+	d.stats.fetched.Add(uint64(len(r.recs)))
+	return r.recs, r.caughtUp, nil
 }
 
-// collect reads one batched answer. Each message names the sequence of the
-// one before it in the batch, and the end of batch the last one, so a reply
-// lost on the way (a slow consumer) fails the fetch instead of leaving a
-// hole the caller would read as "no message there".
-func (d *directGetter) collect(ctx context.Context, ch <-chan *nats.Msg, capacity int) ([]projection.Record, bool, error) {
-	recs := make([]projection.Record, 0, capacity)
-	var prev uint64
-	for {
-		var m *nats.Msg
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case m = <-ch:
-		}
-		if !isData(m) {
-			caughtUp, err := endOfBatch(m)
-			if err == nil && len(recs) > 0 && m.Header.Get(nats.JSLastSequence) != strconv.FormatUint(prev, 10) {
-				err = fmt.Errorf("answer lost messages after %d (end of batch names %s)", prev, m.Header.Get(nats.JSLastSequence))
-			}
-			return recs, caughtUp, err
-		}
-		// A server older than 2.11 ignores batch and answers one message
-		// without the batch headers and no end of batch.
-		single := m.Header.Get(numPendingHeader) == ""
-		if !single && lastValue(m.Header, nats.JSLastSequence) != strconv.FormatUint(prev, 10) {
-			return nil, false, fmt.Errorf("answer lost messages after %d (next names %s)", prev, lastValue(m.Header, nats.JSLastSequence))
-		}
-		rec, err := directRecord(d.stream, m, !single)
-		if err != nil {
-			return nil, false, err
-		}
-		recs = append(recs, rec)
-		if single {
-			return recs, false, nil
-		}
-		prev = rec.Seq
+// answer is one batched answer being gathered. Each message names the
+// sequence of the one before it in the batch, and the end of batch the
+// last one, so a reply lost on the way (a slow consumer) fails the fetch
+// instead of leaving a hole the caller would read as "no message there".
+type answer struct {
+	result answerResult
+	prev   uint64
+	done   chan answerResult // room for the one result
+}
+
+type answerResult struct {
+	recs     []projection.Record
+	caughtUp bool
+	err      error
+}
+
+// wait returns the answer once complete, or the context's error.
+func (a *answer) wait(ctx context.Context) (answerResult, error) {
+	select {
+	case <-ctx.Done():
+		return answerResult{}, ctx.Err()
+	case r := <-a.done:
+		return r, r.err
 	}
+}
+
+// add takes one reply and reports whether the answer is complete.
+func (a *answer) add(stream string, m *nats.Msg) bool {
+	r := &a.result
+	if !isData(m) {
+		r.caughtUp, r.err = endOfBatch(m)
+		if r.err == nil && len(r.recs) > 0 && m.Header.Get(nats.JSLastSequence) != strconv.FormatUint(a.prev, 10) {
+			r.err = fmt.Errorf("answer lost messages after %d (end of batch names %s)", a.prev, m.Header.Get(nats.JSLastSequence))
+		}
+		return true
+	}
+	// A server older than 2.11 ignores batch and answers one message
+	// without the batch headers and no end of batch.
+	single := m.Header.Get(numPendingHeader) == ""
+	if !single && lastValue(m.Header, nats.JSLastSequence) != strconv.FormatUint(a.prev, 10) {
+		r.err = fmt.Errorf("answer lost messages after %d (next names %s)", a.prev, lastValue(m.Header, nats.JSLastSequence))
+		return true
+	}
+	rec, err := directRecord(stream, m, !single)
+	if err != nil {
+		r.err = err
+		return true
+	}
+	r.recs = append(r.recs, rec)
+	a.prev = rec.Seq
+	return single
 }
 
 func (d *directGetter) atTime(ctx context.Context, t time.Time) (uint64, bool, error) {
@@ -187,22 +208,19 @@ func (d *directGetter) atTime(ctx context.Context, t time.Time) (uint64, bool, e
 	if err != nil {
 		return 0, false, err
 	}
-	ch, done, err := d.request(body, 1)
+	a, forget, err := d.request(body, 1)
 	if err != nil {
 		return 0, false, fmt.Errorf("journal: direct get on stream %s at time %s: %w", d.stream, t.Format(time.RFC3339Nano), err)
 	}
-	defer done()
-	select {
-	case <-ctx.Done():
-		return 0, false, fmt.Errorf("journal: direct get on stream %s at time %s: %w", d.stream, t.Format(time.RFC3339Nano), ctx.Err())
-	case m := <-ch:
-		if !isData(m) {
-			_, err := endOfBatch(m)
-			return 0, false, err
-		}
-		rec, err := directRecord(d.stream, m, false)
-		return rec.Seq, err == nil, err
+	defer forget()
+	r, err := a.wait(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("journal: direct get on stream %s at time %s: %w", d.stream, t.Format(time.RFC3339Nano), err)
 	}
+	if len(r.recs) == 0 {
+		return 0, false, nil
+	}
+	return r.recs[0].Seq, true, nil
 }
 
 // isData tells a stored message from a status reply. A published message may
