@@ -159,6 +159,7 @@ type answer struct {
 	done   chan answerResult // room for the one result
 }
 
+// answerResult is what a completed answer hands the waiting reader.
 type answerResult struct {
 	recs     []projection.Record
 	caughtUp bool
