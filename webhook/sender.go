@@ -1,7 +1,8 @@
 // Package webhook makes one webhook POST: it signs the message the
 // Standard Webhooks way, adds the authentication the registration asked
-// for, sends it through the transport of its namespace (A2A through the
-// netguard dial guard) and classifies the answer for the retry decision.
+// for, sends it through the client of its namespace and scheme (both dial
+// A2A receivers through the netguard guard) and classifies the answer for
+// the retry decision.
 //
 // It decides nothing about retries and keeps no state about
 // registrations. It must never follow a redirect, read an unbounded
@@ -72,8 +73,15 @@ type Sender struct {
 	policy         *netguard.Policy
 	tlsConfig      *tls.Config
 	maxIdlePerHost int
-	a2a, outbox    *http.Transport
+	a2a, outbox    roundTrippers
 	urls           *gencache.Cache[urlKey, *url.URL]
+}
+
+// roundTrippers are one namespace's clients, one per scheme, both dialling
+// through the namespace's dial function.
+type roundTrippers struct {
+	tls   *http.Transport
+	plain *plainClient
 }
 
 // urlCacheSize bounds how many URLs the guard's verdicts are remembered
@@ -170,29 +178,45 @@ func NewSender(opts ...Option) *Sender {
 		o(s)
 	}
 	s.tlsConfig.MinVersion = max(s.tlsConfig.MinVersion, tls.VersionTLS12)
-	s.a2a = s.newTransport(projection.A2A)
-	s.outbox = s.newTransport(projection.Outbox)
+	s.a2a = s.newRoundTrippers(projection.A2A)
+	s.outbox = s.newRoundTrippers(projection.Outbox)
 	s.urls = gencache.New[urlKey, *url.URL](urlCacheSize)
 	return s
 }
 
-// newTransport builds the transport of one namespace. It dials through
-// the policy (the guard for A2A), ignores proxy settings from the
+// newRoundTrippers builds the clients of one namespace. They dial through
+// the policy (the guard for A2A), ignore proxy settings from the
 // environment (a proxy would dial on the bridge's behalf, out of the
-// guard's sight) and is used without an http.Client, so a redirect is
+// guard's sight) and are used without an http.Client, so a redirect is
 // never followed: a 3xx is the receiver's answer, classified like any
 // other, and cannot lead a request to an address the guard never judged.
 // (A client would also copy every request's headers for redirects that
 // never happen.)
-func (s *Sender) newTransport(ns projection.Namespace) *http.Transport {
+func (s *Sender) newRoundTrippers(ns projection.Namespace) roundTrippers {
+	dial := s.policy.DialContext(ns, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
+	return roundTrippers{
+		tls:   s.newTransport(dial),
+		plain: newPlainClient(dial, s.maxIdlePerHost, maxIdleConns*s.maxIdlePerHost, idleConnTimeout),
+	}
+}
+
+// Keep-alive bounds of both clients: idle connections per receiver host
+// are WithMaxIdleConnsPerHost's, in all this many times that.
+const (
+	maxIdleConns    = 16
+	idleConnTimeout = 90 * time.Second
+)
+
+// newTransport builds the client for https:// receivers.
+func (s *Sender) newTransport(dial netguard.DialFunc) *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            s.policy.DialContext(ns, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		DialContext:            dial,
 		TLSClientConfig:        s.tlsConfig.Clone(),
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           16 * s.maxIdlePerHost,
+		MaxIdleConns:           maxIdleConns * s.maxIdlePerHost,
 		MaxIdleConnsPerHost:    s.maxIdlePerHost,
-		IdleConnTimeout:        90 * time.Second,
+		IdleConnTimeout:        idleConnTimeout,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
@@ -204,8 +228,10 @@ func (s *Sender) newTransport(ns projection.Namespace) *http.Transport {
 
 // Close drops the idle keep-alive connections of both namespaces.
 func (s *Sender) Close() {
-	s.a2a.CloseIdleConnections()
-	s.outbox.CloseIdleConnections()
+	for _, rt := range []roundTrippers{s.a2a, s.outbox} {
+		rt.tls.CloseIdleConnections()
+		rt.plain.Close()
+	}
 }
 
 // Send POSTs one message and says how it ended. It never retries: the
@@ -228,16 +254,25 @@ func (s *Sender) send(ctx context.Context, r Request) Outcome {
 	if err != nil {
 		return refused(err)
 	}
-	rt := s.outbox
-	if r.Namespace == projection.A2A {
-		rt = s.a2a
-	}
-	resp, err := rt.RoundTrip(req)
+	resp, err := s.roundTripper(r.Namespace, req.URL.Scheme).RoundTrip(req)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
 	defer resp.Body.Close()
 	return s.answered(resp, r, req.URL)
+}
+
+// roundTripper is the client for a namespace and a URL scheme the guard
+// accepted: http or https.
+func (s *Sender) roundTripper(ns projection.Namespace, scheme string) http.RoundTripper {
+	rt := s.outbox
+	if ns == projection.A2A {
+		rt = s.a2a
+	}
+	if scheme == "http" {
+		return rt.plain
+	}
+	return rt.tls
 }
 
 // newRequest builds the signed request, refusing what can never be sent.

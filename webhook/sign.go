@@ -145,7 +145,10 @@ func VerifyRequest(keys [][]byte, h http.Header, body []byte, now time.Time, tol
 // ValidAuthScheme reports whether s is an HTTP authentication scheme: a
 // non-empty RFC 9110 token. Anything else would let a scheme smuggle a
 // space or a header break into the Authorization line.
-func ValidAuthScheme(s string) bool {
+func ValidAuthScheme(s string) bool { return isToken(s) }
+
+// isToken reports whether s is a non-empty RFC 9110 token.
+func isToken(s string) bool {
 	if s == "" {
 		return false
 	}
