@@ -205,21 +205,21 @@ func (d *Daemon) tailLoop(ctx context.Context) {
 // notified hands the registrations a new message woke to free turns, or
 // marks them woken; an empty subject wakes every registration.
 func (d *Daemon) notified(subject string, _ uint64) {
-	woken := false
-	if subject == "" {
-		d.router.all(func(id, ns string) {
-			if w := d.workers[ns]; w != nil {
-				w.sched.wakeQuiet(id)
-				woken = true
-			}
-		})
-	} else {
+	if subject != "" {
 		d.router.match(subject, func(id, ns string) {
-			if w := d.workers[ns]; w != nil && w.startNow(id) {
-				woken = true
+			if w := d.workers[ns]; w != nil {
+				w.startNow(id)
 			}
 		})
+		return
 	}
+	woken := false
+	d.router.all(func(id, ns string) {
+		if w := d.workers[ns]; w != nil {
+			w.sched.wakeQuiet(id)
+			woken = true
+		}
+	})
 	if woken {
 		for _, w := range d.workers {
 			w.sched.poke()

@@ -67,16 +67,34 @@ func (w *Worker) turnLoop(run, turnCtx context.Context) {
 				w.sched.release(id)
 				return
 			}
-			// A context of the turn's own: each POST's timeout hangs off
-			// it, not off the context every turn shares, whose lock
-			// showed in a fan-out's profile.
-			ctx, cancel := context.WithCancel(turnCtx)
-			p, _, err := w.serve(ctx, id, w.now())
-			cancel()
-			w.metrics.progress(w.ns, p)
-			if err != nil && turnCtx.Err() == nil {
-				w.log.Error("delivery turn failed; retrying at the next tick", "registration", id, "error", err)
-			}
+			w.serveWhileWoken(run, turnCtx, id)
+		}
+	}
+}
+
+// serveWhileWoken serves claimed id, and serves it again on this
+// goroutine while messages keep waking it during its turns and no other
+// registration waits for the slot: a steady live stream goes from turn to
+// turn without waking the dispatcher or handing over between goroutines.
+// The claim is released when it stops.
+func (w *Worker) serveWhileWoken(run, turnCtx context.Context, id string) {
+	for {
+		// A context of the turn's own: each POST's timeout hangs off it,
+		// not off the context every turn shares, whose lock showed in a
+		// fan-out's profile.
+		ctx, cancel := context.WithCancel(turnCtx)
+		p, _, err := w.serve(ctx, id, w.now())
+		cancel()
+		w.metrics.progress(w.ns, p)
+		if err != nil && turnCtx.Err() == nil {
+			w.log.Error("delivery turn failed; retrying at the next tick", "registration", id, "error", err)
+		}
+		if run.Err() != nil {
+			w.sched.release(id)
+			return
+		}
+		if !w.sched.again(id, w.maxInFlight) {
+			return
 		}
 	}
 }
@@ -84,15 +102,11 @@ func (w *Worker) turnLoop(run, turnCtx context.Context) {
 // startNow hands a registration a journal message just woke straight to
 // a free turn, so the live path does not wait for the dispatcher; when
 // every slot is busy, or the registration is in a turn already, it is
-// marked woken and served when a turn ends. It reports whether the
-// dispatcher has to look.
-func (w *Worker) startNow(id string) (woken bool) {
-	if w.sched.claim(id, w.maxInFlight) {
+// marked woken and served when a turn ends.
+func (w *Worker) startNow(id string) {
+	if w.sched.claimOrWake(id, w.maxInFlight) {
 		w.turns <- id
-		return false
 	}
-	w.sched.wakeQuiet(id)
-	return true
 }
 
 // releaseQueued drops the claims of turns handed over but never started,

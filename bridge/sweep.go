@@ -98,6 +98,40 @@ func (s *scheduler) claim(id string, limit int) bool {
 	return true
 }
 
+// claimOrWake claims id like claim, or marks it woken when it cannot, in
+// one step: a turn of id ending between a failed claim and the mark would
+// find nothing woken and leave the message waiting for the next tick.
+func (s *scheduler) claimOrWake(id string, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[id]; busy || len(s.inflight) >= limit {
+		s.woken[id] = struct{}{}
+		return false
+	}
+	s.inflight[id] = struct{}{}
+	delete(s.woken, id)
+	return true
+}
+
+// again ends a turn of id: it keeps the claim for another turn when a
+// message woke id during this one, no failure deferred it to the tick,
+// and no other registration waits for the slot (the dispatcher is not
+// dispatching, no due rows were left waiting, and a slot is free or no
+// one else is woken); otherwise it releases id as release does.
+func (s *scheduler) again(id string, limit int) bool {
+	s.mu.Lock()
+	_, woken := s.woken[id]
+	_, deferred := s.deferred[id]
+	if woken && !deferred && !s.waiting && (len(s.inflight) < limit || len(s.woken) == 1) {
+		delete(s.woken, id)
+		s.mu.Unlock()
+		return true
+	}
+	s.mu.Unlock()
+	s.release(id)
+	return false
+}
+
 func (s *scheduler) release(id string) {
 	s.mu.Lock()
 	delete(s.inflight, id)
@@ -198,6 +232,7 @@ func (w *Worker) Sweep(ctx context.Context, at time.Time, limit int) (Report, er
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
+			defer w.sched.release(id)
 			p, ran, err := w.serve(ctx, id, at)
 			mu.Lock()
 			defer mu.Unlock()
@@ -215,11 +250,11 @@ func (w *Worker) Sweep(ctx context.Context, at time.Time, limit int) (Report, er
 	return rep, firstErr
 }
 
-// serve runs one claimed registration's turn and releases it. It reads the
-// row afresh after the claim, so a turn never starts from a cursor older
-// than the previous turn's last acknowledgement.
+// serve runs one claimed registration's turn; the caller releases the
+// claim. It reads the row afresh after the claim, so a turn never starts
+// from a cursor older than the previous turn's last acknowledgement. A
+// turn that stopped with more to deliver marks the registration woken.
 func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, bool, error) {
-	defer w.sched.release(id)
 	parked := w.parkingsNow()
 	reg, err := w.store.Get(ctx, id)
 	if errors.Is(err, cursor.ErrNotFound) {
@@ -241,7 +276,7 @@ func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, 
 	case err != nil && ctx.Err() == nil:
 		w.sched.later(id)
 	case more:
-		w.sched.wake(id)
+		w.sched.wakeQuiet(id)
 	}
 	return p, true, err
 }
