@@ -90,12 +90,7 @@ func (s *scheduler) promote() {
 func (s *scheduler) claim(id string, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, busy := s.inflight[id]; busy || len(s.inflight) >= limit {
-		return false
-	}
-	s.inflight[id] = struct{}{}
-	delete(s.woken, id)
-	return true
+	return s.claimLocked(id, limit)
 }
 
 // claimOrWake claims id like claim, or marks it woken when it cannot, in
@@ -104,8 +99,15 @@ func (s *scheduler) claim(id string, limit int) bool {
 func (s *scheduler) claimOrWake(id string, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.claimLocked(id, limit) {
+		return true
+	}
+	s.woken[id] = struct{}{}
+	return false
+}
+
+func (s *scheduler) claimLocked(id string, limit int) bool {
 	if _, busy := s.inflight[id]; busy || len(s.inflight) >= limit {
-		s.woken[id] = struct{}{}
 		return false
 	}
 	s.inflight[id] = struct{}{}
