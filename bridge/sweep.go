@@ -124,24 +124,35 @@ func (s *scheduler) again(id string, limit int) bool {
 	s.mu.Lock()
 	_, woken := s.woken[id]
 	_, deferred := s.deferred[id]
-	if woken && !deferred && !s.waiting && (len(s.inflight) < limit || len(s.woken) == 1) {
+	keep := woken && !deferred && !s.waiting && (len(s.inflight) < limit || len(s.woken) == 1)
+	look := false
+	if keep {
 		delete(s.woken, id)
-		s.mu.Unlock()
-		return true
+	} else {
+		look = s.releaseLocked(id)
 	}
-	s.mu.Unlock()
-	s.release(id)
-	return false
-}
-
-func (s *scheduler) release(id string) {
-	s.mu.Lock()
-	delete(s.inflight, id)
-	look := s.waiting || len(s.woken) > 0
 	s.mu.Unlock()
 	if look {
 		s.poke()
 	}
+	return keep
+}
+
+func (s *scheduler) release(id string) {
+	s.mu.Lock()
+	look := s.releaseLocked(id)
+	s.mu.Unlock()
+	if look {
+		s.poke()
+	}
+}
+
+// releaseLocked ends id's claim and reports whether the dispatcher should
+// look for work: it is dispatching, left due rows waiting, or a woken
+// registration waits for the slot.
+func (s *scheduler) releaseLocked(id string) bool {
+	delete(s.inflight, id)
+	return s.waiting || len(s.woken) > 0
 }
 
 func (s *scheduler) setWaiting(v bool) {

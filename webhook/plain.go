@@ -100,7 +100,7 @@ func (p *plainClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.exchange(ctx, req)
 	var na noAnswerError
 	if !errors.As(err, &na) || !reused || ctx.Err() != nil || req.GetBody == nil {
-		return resp, unwrapNoAnswer(err)
+		return resp, err
 	}
 	// The receiver closed the kept-alive connection while it was idle.
 	if req.Body, err = req.GetBody(); err != nil {
@@ -110,8 +110,7 @@ func (p *plainClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	resp, err = c.exchange(ctx, req)
-	return resp, unwrapNoAnswer(err)
+	return c.exchange(ctx, req)
 }
 
 // conn takes an idle connection to addr, when pooled is true and one is
@@ -217,14 +216,6 @@ type noAnswerError struct{ err error }
 
 func (e noAnswerError) Error() string { return e.err.Error() }
 func (e noAnswerError) Unwrap() error { return e.err }
-
-// unwrapNoAnswer drops the retry mark once the retry is decided.
-func unwrapNoAnswer(err error) error {
-	if na, ok := err.(noAnswerError); ok {
-		return na.err
-	}
-	return err
-}
 
 // exchange writes req and reads the head of its answer on c. A deadline
 // or cancel of ctx interrupts any read or write at once, through the
