@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +55,44 @@ func BenchmarkCreate(b *testing.B) {
 			fmt.Sprintf(`{"id":"r%d","namespace":"outbox","subject":"journal.orders.>","url":"https://a.example/","secret":%q}`, i, goodSecret),
 			http.StatusCreated)
 	}
+}
+
+// BenchmarkCreateParallel16: 16 clients creating registrations at once,
+// each answered only once its create is committed and fsynced. What it
+// measures is how many creates share one commit.
+func BenchmarkCreateParallel16(b *testing.B) {
+	h, _ := benchAPI(b)
+	runClients(b, 16, func(i int64) error {
+		body := fmt.Sprintf(`{"id":"r%d","namespace":"outbox","subject":"journal.orders.>","url":"https://a.example/"}`, i)
+		req := httptest.NewRequest("POST", "/v1/registrations", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			return fmt.Errorf("create r%d: %d %s", i, rec.Code, rec.Body)
+		}
+		return nil
+	})
+}
+
+// runClients calls op b.N times in all from n goroutines and reports the
+// rate of calls.
+func runClients(b *testing.B, n int, op func(i int64) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range n {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if err := op(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
 
 func BenchmarkGet(b *testing.B) {

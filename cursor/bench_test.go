@@ -3,6 +3,7 @@ package cursor_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -189,4 +190,26 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCreateParallel16: 16 goroutines creating registrations at
+// once, each Create returning once it is committed and fsynced.
+func BenchmarkCreateParallel16(b *testing.B) {
+	db, _ := open(b)
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if _, _, err := db.Create(ctx, reg(fmt.Sprintf("r%d", i), "outbox"), nil); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
