@@ -16,10 +16,10 @@ const (
 )
 
 // benchStream fills a stream with benchMsgs messages of 1 KiB.
-func benchStream(b *testing.B) *env {
+func benchStream(b *testing.B, allowDirect bool) *env {
 	b.Helper()
 	e := newEnv(b)
-	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
+	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect})
 	payload := []byte(strings.Repeat("x", 1024))
 	ctx := context.Background()
 	for i := 0; i < benchMsgs; i += 1000 {
@@ -63,15 +63,21 @@ func benchRead(b *testing.B, r *journal.Reader) {
 	b.ReportMetric(float64(st.ServerRequests)/float64(b.N), "requests/op")
 }
 
-// BenchmarkReadPage256 reads pages of 256 from the server: no cache.
+// BenchmarkReadPage256 reads pages of 256 from the server, no cache: with
+// batched direct gets, and pulled from consumers on a stream without
+// allow_direct.
 func BenchmarkReadPage256(b *testing.B) {
-	e := benchStream(b)
-	benchRead(b, e.reader("JOURNAL", journal.WithCacheBytes(0)))
+	for _, k := range streamKinds {
+		b.Run(k.name, func(b *testing.B) {
+			e := benchStream(b, k.allowDirect)
+			benchRead(b, e.reader("JOURNAL", journal.WithCacheBytes(0)))
+		})
+	}
 }
 
 // BenchmarkReadPage256Cached reads pages another read already fetched.
 func BenchmarkReadPage256Cached(b *testing.B) {
-	e := benchStream(b)
+	e := benchStream(b, true)
 	r := e.reader("JOURNAL")
 	drain(b, r, "journal.orders.>", 1, 256)
 	benchRead(b, r)
@@ -80,7 +86,7 @@ func BenchmarkReadPage256Cached(b *testing.B) {
 // BenchmarkOrderedConsumerRead is the raw limit to compare with: an
 // ordered consumer fetching the same pages of 256.
 func BenchmarkOrderedConsumerRead(b *testing.B) {
-	e := benchStream(b)
+	e := benchStream(b, true)
 	ctx := context.Background()
 	newConsumer := func() jetstream.Consumer {
 		c, err := e.js.OrderedConsumer(ctx, "JOURNAL", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"journal.orders.>"}})

@@ -105,14 +105,13 @@ func (d *directGetter) route(m *nats.Msg) {
 	d.mu.Lock()
 	delete(d.pending, token)
 	d.mu.Unlock()
-	a.done <- a.result
+	a.finish()
 }
 
 // request publishes body and returns the answer its replies are gathered
 // into, and the function that forgets it.
 func (d *directGetter) request(body []byte, capacity int) (*answer, func(), error) {
-	a := &answer{done: make(chan answerResult, 1)}
-	a.result.recs = make([]projection.Record, 0, capacity)
+	a := &answer{handoff: newHandoff(capacity)}
 	d.mu.Lock()
 	d.next++
 	token := strconv.FormatUint(d.next, 36)
@@ -154,10 +153,21 @@ func (d *directGetter) fetch(ctx context.Context, filter string, from uint64, n 
 // last one, so a reply lost on the way (a slow consumer) fails the fetch
 // instead of leaving a hole the caller would read as "no message there".
 type answer struct {
+	handoff
+	prev uint64
+}
+
+// handoff carries a gathered answer to the reader waiting for it, once.
+type handoff struct {
 	result answerResult
-	prev   uint64
 	done   chan answerResult // room for the one result
 }
+
+func newHandoff(capacity int) handoff {
+	return handoff{result: answerResult{recs: make([]projection.Record, 0, capacity)}, done: make(chan answerResult, 1)}
+}
+
+func (h *handoff) finish() { h.done <- h.result }
 
 // answerResult is what a completed answer hands the waiting reader.
 type answerResult struct {
@@ -167,11 +177,11 @@ type answerResult struct {
 }
 
 // wait returns the answer once complete, or the context's error.
-func (a *answer) wait(ctx context.Context) (answerResult, error) {
+func (h *handoff) wait(ctx context.Context) (answerResult, error) {
 	select {
 	case <-ctx.Done():
 		return answerResult{}, ctx.Err()
-	case r := <-a.done:
+	case r := <-h.done:
 		return r, r.err
 	}
 }
@@ -299,9 +309,11 @@ func dropLast(h nats.Header, keys ...string) {
 	}
 }
 
-// msgGetter reads through $JS.API.STREAM.MSG.GET, one message per request:
-// the path for streams without allow_direct. Slow, but it creates no
-// consumer and answers from the stream leader.
+// msgGetter reads through $JS.API.STREAM.MSG.GET, one message per request.
+// Too slow for pages, it serves what needs one message of a stream without
+// allow_direct: a time lookup, a probe for removed messages, a message
+// larger than a pull may carry. It creates no consumer and answers from
+// the stream leader.
 type msgGetter struct {
 	nc      *nats.Conn
 	stream  string

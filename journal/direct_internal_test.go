@@ -34,7 +34,7 @@ func endOf(last, pending uint64) *nats.Msg {
 // waiting reader is handed.
 func gather(t *testing.T, replies ...*nats.Msg) answerResult {
 	t.Helper()
-	a := &answer{done: make(chan answerResult, 1)}
+	a := &answer{handoff: newHandoff(0)}
 	for i, m := range replies {
 		if a.add("S", m) {
 			if i != len(replies)-1 {

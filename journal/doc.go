@@ -6,9 +6,10 @@
 // does not multiply the work of the server:
 //
 //   - no server consumer per registration or per read: pages come from
-//     batched direct gets ($JS.API.DIRECT.GET), one request per page, or
-//     from the message-get API, one request per message, on streams without
-//     allow_direct;
+//     batched direct gets ($JS.API.DIRECT.GET), one request per page, or,
+//     on streams without allow_direct, from a few short-lived pull
+//     consumers, each kept for the next page of its filter, one request
+//     per page as well;
 //   - registrations on the same filter share what was fetched: identical
 //     concurrent reads coalesce into one request, and fetched runs stay in a
 //     memory cache bounded by bytes;

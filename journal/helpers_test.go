@@ -102,6 +102,24 @@ func (e *env) reader(stream string, opts ...journal.Option) *journal.Reader {
 	return r
 }
 
+// streamKinds are the two ways a journal stream is read: batched direct
+// gets when it allows them, pull consumers when it does not. Every read
+// test runs on both and must see the same pages, skips and verdicts.
+var streamKinds = []struct {
+	name        string
+	allowDirect bool
+}{
+	{"allow_direct", true},
+	{"default", false},
+}
+
+// eachStreamKind runs test once per stream kind.
+func eachStreamKind(t *testing.T, test func(t *testing.T, allowDirect bool)) {
+	for _, k := range streamKinds {
+		t.Run(k.name, func(t *testing.T) { test(t, k.allowDirect) })
+	}
+}
+
 // published is what a test sent, to compare with what a reader returns.
 type published struct {
 	seq     uint64

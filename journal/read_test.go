@@ -14,64 +14,68 @@ import (
 )
 
 func TestReadPagesOfAFilterAmongOtherSubjects(t *testing.T) {
-	e := newEnv(t)
-	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
-	all := e.interleave(1200)
-	r := e.reader("JOURNAL")
+	eachStreamKind(t, func(t *testing.T, allowDirect bool) {
+		e := newEnv(t)
+		e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect})
+		all := e.interleave(1200)
+		r := e.reader("JOURNAL")
 
-	for _, filter := range []string{"journal.orders.>", "journal.audit.*", "journal.*.7", "journal.>", "*.orders.*"} {
-		t.Run(filter, func(t *testing.T) {
-			got, pages := drain(t, r, filter, 1, 256)
-			want := matching(all, filter)
-			sameRecords(t, "JOURNAL", got, want)
-			if min := (len(want) + 255) / 256; pages < min || pages > min+1 {
-				t.Fatalf("%d pages for %d records of 256", pages, len(want))
-			}
-		})
-	}
+		for _, filter := range []string{"journal.orders.>", "journal.audit.*", "journal.*.7", "journal.>", "*.orders.*"} {
+			t.Run(filter, func(t *testing.T) {
+				got, pages := drain(t, r, filter, 1, 256)
+				want := matching(all, filter)
+				sameRecords(t, "JOURNAL", got, want)
+				if min := (len(want) + 255) / 256; pages < min || pages > min+1 {
+					t.Fatalf("%d pages for %d records of 256", pages, len(want))
+				}
+			})
+		}
+	})
 }
 
 func TestReadPageBoundaries(t *testing.T) {
-	e := newEnv(t)
-	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
-	all := e.interleave(20)
-	r := e.reader("JOURNAL", journal.WithCacheBytes(0))
-	ctx := context.Background()
-	orders := matching(all, "journal.orders.>")
+	eachStreamKind(t, func(t *testing.T, allowDirect bool) {
+		e := newEnv(t)
+		e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect})
+		all := e.interleave(20)
+		r := e.reader("JOURNAL", journal.WithCacheBytes(0))
+		ctx := context.Background()
+		orders := matching(all, "journal.orders.>")
 
-	pg, err := r.Read(ctx, "journal.orders.>", 2, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, "JOURNAL", pg.Records, orders[1:4])
-	if pg.CaughtUp || pg.Next != orders[3].seq+1 || pg.From != 2 || pg.Skipped != 0 {
-		t.Fatalf("page %+v; want 3 records from 2, next %d, not caught up", pageSummary(pg), orders[3].seq+1)
-	}
+		pg, err := r.Read(ctx, "journal.orders.>", 2, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, "JOURNAL", pg.Records, orders[1:4])
+		if pg.CaughtUp || pg.Next != orders[3].seq+1 || pg.From != 2 || pg.Skipped != 0 {
+			t.Fatalf("page %+v; want 3 records from 2, next %d, not caught up", pageSummary(pg), orders[3].seq+1)
+		}
 
-	pg, err = r.Read(ctx, "journal.orders.>", orders[9].seq, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, "JOURNAL", pg.Records, orders[9:])
-	if !pg.CaughtUp || pg.LastSeq != 20 {
-		t.Fatalf("last page %+v; want 1 record, caught up, last seq 20", pageSummary(pg))
-	}
+		pg, err = r.Read(ctx, "journal.orders.>", orders[9].seq, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, "JOURNAL", pg.Records, orders[9:])
+		if !pg.CaughtUp || pg.LastSeq != 20 {
+			t.Fatalf("last page %+v; want 1 record, caught up, last seq 20", pageSummary(pg))
+		}
 
-	pg, err = r.Read(ctx, "journal.orders.>", 21, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pg.Records) != 0 || !pg.CaughtUp || pg.Skipped != 0 || pg.From != 21 || pg.Next != 21 {
-		t.Fatalf("read past the end %+v; want empty, caught up, nothing skipped", pageSummary(pg))
-	}
+		pg, err = r.Read(ctx, "journal.orders.>", 21, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pg.Records) != 0 || !pg.CaughtUp || pg.Skipped != 0 || pg.From != 21 || pg.Next != 21 {
+			t.Fatalf("read past the end %+v; want empty, caught up, nothing skipped", pageSummary(pg))
+		}
 
-	pg, err = r.Read(ctx, "journal.nothing.>", 1, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pg.Records) != 0 || !pg.CaughtUp || pg.Skipped != 0 {
-		t.Fatalf("read of a filter with no messages %+v; want empty, caught up", pageSummary(pg))
-	}
+		pg, err = r.Read(ctx, "journal.nothing.>", 1, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pg.Records) != 0 || !pg.CaughtUp || pg.Skipped != 0 {
+			t.Fatalf("read of a filter with no messages %+v; want empty, caught up", pageSummary(pg))
+		}
+	})
 }
 
 func TestReadRefusesBadArguments(t *testing.T) {
@@ -98,57 +102,61 @@ func TestReadOfAMissingStreamNamesIt(t *testing.T) {
 }
 
 func TestMessagesRemovedByMaxMsgsAreSkipped(t *testing.T) {
-	e := newEnv(t)
-	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true, MaxMsgs: 100})
-	all := e.interleave(300)
-	r := e.reader("JOURNAL")
+	eachStreamKind(t, func(t *testing.T, allowDirect bool) {
+		e := newEnv(t)
+		e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect, MaxMsgs: 100})
+		all := e.interleave(300)
+		r := e.reader("JOURNAL")
 
-	pg, err := r.Read(context.Background(), "journal.>", 1, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pg.Skipped != 200 || pg.From != 201 {
-		t.Fatalf("page %+v; want 200 skipped from 201", pageSummary(pg))
-	}
-	sameRecords(t, "JOURNAL", pg.Records, all[200:])
+		pg, err := r.Read(context.Background(), "journal.>", 1, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg.Skipped != 200 || pg.From != 201 {
+			t.Fatalf("page %+v; want 200 skipped from 201", pageSummary(pg))
+		}
+		sameRecords(t, "JOURNAL", pg.Records, all[200:])
 
-	// The reader knows the old first sequence; the stream moves on.
-	more := e.interleave(50) // seqs 301..350, first is now 251
-	pg, err = r.Read(context.Background(), "journal.orders.>", 240, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pg.Skipped != 11 || pg.From != 251 {
-		t.Fatalf("page %+v; want 11 skipped from 251", pageSummary(pg))
-	}
-	want := matching(append(all[250:], more...), "journal.orders.>")
-	sameRecords(t, "JOURNAL", pg.Records, want)
-	if !pg.CaughtUp {
-		t.Fatal("not caught up")
-	}
+		// The reader knows the old first sequence; the stream moves on.
+		more := e.interleave(50) // seqs 301..350, first is now 251
+		pg, err = r.Read(context.Background(), "journal.orders.>", 240, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg.Skipped != 11 || pg.From != 251 {
+			t.Fatalf("page %+v; want 11 skipped from 251", pageSummary(pg))
+		}
+		want := matching(append(all[250:], more...), "journal.orders.>")
+		sameRecords(t, "JOURNAL", pg.Records, want)
+		if !pg.CaughtUp {
+			t.Fatal("not caught up")
+		}
+	})
 }
 
 func TestMessagesRemovedByAPurgeAreSkipped(t *testing.T) {
-	e := newEnv(t)
-	s := e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
-	e.interleave(40)
-	r := e.reader("JOURNAL")
-	if _, err := r.Read(context.Background(), "journal.orders.>", 1, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	after := e.interleave(6) // seqs 41..46
-	// A cursor at 31 was never delivered 31..40: the purge took them.
-	pg, err := r.Read(context.Background(), "journal.audit.>", 31, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pg.Skipped != 10 || pg.From != 41 {
-		t.Fatalf("page %+v; want 10 skipped from 41", pageSummary(pg))
-	}
-	sameRecords(t, "JOURNAL", pg.Records, matching(after, "journal.audit.>"))
+	eachStreamKind(t, func(t *testing.T, allowDirect bool) {
+		e := newEnv(t)
+		s := e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect})
+		e.interleave(40)
+		r := e.reader("JOURNAL")
+		if _, err := r.Read(context.Background(), "journal.orders.>", 1, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Purge(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		after := e.interleave(6) // seqs 41..46
+		// A cursor at 31 was never delivered 31..40: the purge took them.
+		pg, err := r.Read(context.Background(), "journal.audit.>", 31, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg.Skipped != 10 || pg.From != 41 {
+			t.Fatalf("page %+v; want 10 skipped from 41", pageSummary(pg))
+		}
+		sameRecords(t, "JOURNAL", pg.Records, matching(after, "journal.audit.>"))
+	})
 }
 
 func TestStreamWithoutDirectGetGivesTheSamePages(t *testing.T) {
@@ -184,60 +192,64 @@ func TestStreamWithoutDirectGetGivesTheSamePages(t *testing.T) {
 }
 
 func TestConcurrentReadsOfOneFilterShareFetches(t *testing.T) {
-	e := newEnv(t)
-	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
-	all := e.interleave(3000)
-	want := matching(all, "journal.orders.>")
+	eachStreamKind(t, func(t *testing.T, allowDirect bool) {
+		e := newEnv(t)
+		e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect})
+		all := e.interleave(3000)
+		want := matching(all, "journal.orders.>")
 
-	// What one reader alone costs.
-	alone := e.reader("JOURNAL")
-	_, pages := drain(t, alone, "journal.orders.>", 1, 256)
-	single := alone.Stats()
+		// What one reader alone costs.
+		alone := e.reader("JOURNAL")
+		_, pages := drain(t, alone, "journal.orders.>", 1, 256)
+		single := alone.Stats()
 
-	shared := e.reader("JOURNAL")
-	errs := make(chan error, 50)
-	for range 50 {
-		go func() {
-			got, _, err := drainE(shared, "journal.orders.>", 1, 256)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if len(got) != len(want) {
-				errs <- fmt.Errorf("got %d records, want %d", len(got), len(want))
-				return
-			}
-			errs <- nil
-		}()
-	}
-	for range 50 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		shared := e.reader("JOURNAL")
+		errs := make(chan error, 50)
+		for range 50 {
+			go func() {
+				got, _, err := drainE(shared, "journal.orders.>", 1, 256)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) != len(want) {
+					errs <- fmt.Errorf("got %d records, want %d", len(got), len(want))
+					return
+				}
+				errs <- nil
+			}()
 		}
-	}
-	st := shared.Stats()
-	t.Logf("%d pages; one reader: %+v; fifty readers: %+v", pages, single, st)
-	// Fifty readers cost what one does, give or take a race on a page
-	// boundary; without sharing they would cost fifty times as much.
-	if st.Fetches > uint64(pages)+1 || st.Fetches > single.Fetches+2 || st.ServerRequests > single.ServerRequests+4 {
-		t.Fatalf("fifty readers made %d fetches (%d requests); one reader made %d (%d)",
-			st.Fetches, st.ServerRequests, single.Fetches, single.ServerRequests)
-	}
-	if st.CacheHits < uint64(49*len(want)) {
-		t.Fatalf("cache hits %d; want at least %d", st.CacheHits, 49*len(want))
-	}
+		for range 50 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := shared.Stats()
+		t.Logf("%d pages; one reader: %+v; fifty readers: %+v", pages, single, st)
+		// Fifty readers cost what one does, give or take a race on a page
+		// boundary; without sharing they would cost fifty times as much.
+		if st.Fetches > uint64(pages)+1 || st.Fetches > single.Fetches+2 || st.ServerRequests > single.ServerRequests+4 {
+			t.Fatalf("fifty readers made %d fetches (%d requests); one reader made %d (%d)",
+				st.Fetches, st.ServerRequests, single.Fetches, single.ServerRequests)
+		}
+		if st.CacheHits < uint64(49*len(want)) {
+			t.Fatalf("cache hits %d; want at least %d", st.CacheHits, 49*len(want))
+		}
+	})
 }
 
 func TestReadAfterCloseFails(t *testing.T) {
-	e := newEnv(t)
-	e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: true})
-	r := e.reader("JOURNAL")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Read(context.Background(), "journal.>", 1, 1); !errors.Is(err, journal.ErrClosed) {
-		t.Fatalf("err = %v; want ErrClosed", err)
-	}
+	eachStreamKind(t, func(t *testing.T, allowDirect bool) {
+		e := newEnv(t)
+		e.stream(jetstream.StreamConfig{Name: "JOURNAL", AllowDirect: allowDirect})
+		r := e.reader("JOURNAL")
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Read(context.Background(), "journal.>", 1, 1); !errors.Is(err, journal.ErrClosed) {
+			t.Fatalf("err = %v; want ErrClosed", err)
+		}
+	})
 }
 
 type summary struct {

@@ -100,7 +100,8 @@ type StreamState struct {
 // Stats counts the reader's work since it was created.
 type Stats struct {
 	// ServerRequests counts every request sent to the server: page
-	// fetches (one per message without allow_direct), probes, stream info.
+	// fetches, probes, stream info, and without allow_direct the creation
+	// and deletion of the consumers pages are pulled from.
 	ServerRequests uint64
 	// Fetches counts page reads that went to the server.
 	Fetches uint64
@@ -181,6 +182,7 @@ type Reader struct {
 	log     *slog.Logger
 	timeout time.Duration
 	direct  *directGetter
+	pull    *pullGetter
 	slow    *msgGetter
 	stats   counters
 	lastSeq atomic.Uint64 // the highest sequence known to exist
@@ -260,6 +262,7 @@ func NewReader(nc *nats.Conn, stream string, opts ...Option) (*Reader, error) {
 	if r.direct, err = newDirectGetter(nc, prefix, stream, &r.stats); err != nil {
 		return nil, err
 	}
+	r.pull = newPullGetter(nc, js, prefix, stream, &r.stats, r.slow, r.distrust)
 	r.base, r.cancel = context.WithCancel(context.Background())
 	return r, nil
 }
@@ -296,6 +299,7 @@ func (r *Reader) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.flightsWG.Wait()
+	r.pull.close()
 	return r.direct.close()
 }
 
@@ -454,13 +458,12 @@ func (r *Reader) lookup(filter string, p uint64, need int) (cached *run, f *flig
 	}
 	f = &flight{done: make(chan struct{})}
 	r.flights[key] = f
-	var g getter = r.slow
-	n := need
+	var g getter = r.pull
 	if r.state.AllowDirect {
-		g, n = r.direct, max(need, fetchBatch)
+		g = r.direct
 	}
 	r.flightsWG.Add(1)
-	go r.fly(key, f, g, n, r.gen)
+	go r.fly(key, f, g, max(need, fetchBatch), r.gen)
 	return nil, f, false, nil
 }
 
@@ -478,7 +481,7 @@ func (r *Reader) fly(key flightKey, f *flight, g getter, n int, gen uint64) {
 		v.hi = recs[len(recs)-1].Seq
 		r.noteLast(v.hi)
 		if recs[0].Seq > key.from {
-			v.existsFrom = r.probe(ctx, g, key.from, recs[0].Seq)
+			v.existsFrom = r.probe(ctx, r.prober(g), key.from, recs[0].Seq)
 		}
 	}
 	r.mu.Lock()
@@ -494,6 +497,15 @@ func (r *Reader) fly(key flightKey, f *flight, g getter, n int, gen uint64) {
 	r.mu.Unlock()
 	f.run, f.caughtUp, f.err = v, caughtUp, err
 	close(f.done)
+}
+
+// prober is the getter that reads one message of any subject for probe:
+// a consumer for that would cost more than one message get.
+func (r *Reader) prober(g getter) getter {
+	if g == getter(r.direct) {
+		return g
+	}
+	return r.slow
 }
 
 // probe returns the first sequence in [from, limit] the stream still holds,
@@ -610,6 +622,7 @@ func (r *Reader) apply(st StreamState) {
 		r.gen++
 		r.runs.clear()
 		r.ring.clear()
+		r.pull.reset()
 		r.lastSeq.Store(st.LastSeq)
 		select {
 		case r.tailReset <- struct{}{}:
@@ -626,7 +639,7 @@ func (r *Reader) apply(st StreamState) {
 			"stream", r.stream, "created", st.Created)
 	}
 	if warn {
-		r.log.Warn("journal stream does not allow direct gets; reading one message per request (set allow_direct on the stream for batched reads)",
+		r.log.Warn("journal stream does not allow direct gets; reading pages through short-lived pull consumers (set allow_direct on the stream to read without creating consumers)",
 			"stream", r.stream)
 	}
 }

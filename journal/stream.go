@@ -27,10 +27,11 @@ func (e *NotFoundError) Is(target error) bool { return target == jetstream.ErrSt
 // EnsureStream returns the journal stream, creating it when create is true
 // and it is missing.
 //
-// A created stream uses file storage and allow_direct, which the Reader's
-// batched reads need. An existing stream is used as it is — the operator
-// owns its subjects, limits and replicas — and one without allow_direct is
-// read through the slower message-get API (the Reader logs that once).
+// A created stream uses file storage and allow_direct, so the Reader's
+// batched reads create no consumer. An existing stream is used as it is —
+// the operator owns its subjects, limits and replicas — and one without
+// allow_direct is read through short-lived pull consumers (the Reader logs
+// that once).
 // Without create, a missing stream is a *NotFoundError naming the stream
 // and the server, so the operator learns what to fix instead of waiting on
 // a bridge that delivers nothing.
