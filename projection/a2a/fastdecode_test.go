@@ -2,16 +2,15 @@ package a2a
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
-// FuzzDecodeFast holds decodeFast to its promise: whatever it accepts,
+// FuzzDecodeFast holds decodeFast to its promise, and decodeV2, the json/v2
+// rendering measured against it, to the same: whatever it accepts,
 // encoding/json decodes to the very same events.
 func FuzzDecodeFast(f *testing.F) {
 	for _, s := range []string{
@@ -43,24 +42,7 @@ func FuzzDecodeFast(f *testing.F) {
 		if len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' || !utf8.Valid(b) {
 			return
 		}
-		fast, ok := decodeFast(b)
-		if !ok {
-			return
-		}
-		var slow []streamResponse
-		var err error
-		if b[0] == '[' {
-			err = json.Unmarshal(b, &slow)
-		} else {
-			slow = make([]streamResponse, 1)
-			err = json.Unmarshal(b, &slow[0])
-		}
-		if err != nil {
-			t.Fatalf("decodeFast accepted %q, encoding/json refuses it: %v", b, err)
-		}
-		if !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("decodeFast(%q) = %#v, encoding/json = %#v", b, fast, slow)
-		}
+		checkFastPaths(t, b)
 	})
 }
 

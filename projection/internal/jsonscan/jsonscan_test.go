@@ -7,8 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzValidJSON holds Valid to its promise: the same answer as
-// json.Valid and utf8.Valid together, for any input.
+// FuzzValidJSON holds Valid to its promise, the same answer as
+// json.Valid and utf8.Valid together, for any input; and validV2, the
+// json/v2 rendering measured against it, to the same.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range []string{
 		``, ` `, `0`, `-0`, `01`, `1.`, `1.5e`, `1.5E+3`, `-`, `"a\u00e9\n"`, `"\x"`, "\"\x01\"", `"\u12g4"`,
@@ -22,6 +23,9 @@ func FuzzValidJSON(f *testing.F) {
 		want := json.Valid(b) && utf8.Valid(b)
 		if got := Valid(b); got != want {
 			t.Fatalf("Valid(%q) = %v, want %v", b, got, want)
+		}
+		if got := validV2(b); got != want {
+			t.Fatalf("validV2(%q) = %v, want %v", b, got, want)
 		}
 	})
 }
