@@ -89,7 +89,7 @@ func TestBareConsumerDeliversNewMessagesToTheSink(t *testing.T) {
 	defer sk.close()
 	e := &env{ns: ns, nc: nc, js: js, sink: sk}
 
-	st, err := e.newStream(ctx, "t")
+	st, err := e.newStream(ctx, "t", allowDirect)
 	if err != nil {
 		t.Fatal(err)
 	}

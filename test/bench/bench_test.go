@@ -163,8 +163,8 @@ func TestPercentileIsNearestRank(t *testing.T) {
 }
 
 func TestParseOnly(t *testing.T) {
-	set, err := parseOnly("s1, S3,memory")
-	if err != nil || !set["S1"] || !set["S3"] || !set["MEM"] || set["S2"] {
+	set, err := parseOnly("s1, S3,memory,s1d,r2")
+	if err != nil || !set["S1"] || !set["S3"] || !set["MEM"] || !set["S1d"] || !set["R2"] || set["S2"] || set["S2d"] {
 		t.Fatalf("parseOnly = %v, %v", set, err)
 	}
 	if _, err := parseOnly("S9"); err == nil || !strings.Contains(err.Error(), "S9") {
@@ -195,5 +195,26 @@ func TestMedianIsTheMiddleRoundOrTheFirstFailure(t *testing.T) {
 	rounds = append(rounds, outcome{early: &failed})
 	if got := median(rounds); got.early == nil {
 		t.Errorf("median of rounds with a failure = ratio %v, want the failure", got.ratio())
+	}
+}
+
+func TestSameRunRatesTheDefaultStreamAgainstAllowDirect(t *testing.T) {
+	results := sameRun([]result{
+		{name: "S1", figure: 1000, rows: []row{{what: s1.what}}},
+		{name: "S1d", figure: 900, rows: []row{{what: s1d.what}}},
+		{name: "S2d", figure: 500, rows: []row{{what: s2d.what}, {what: "S2d journal reads per message"}}},
+	}, [2]variant{s1, s1d}, [2]variant{s2, s2d})
+	d := results[1].rows
+	if len(d) != 2 || d[1].ratio != "0.90" || d[1].met != "no" || d[1].bridge != "900" || d[1].baseline != "1,000" {
+		t.Fatalf("S1d rows = %+v, want its figure then a ratio row of 0.90, not met", d)
+	}
+	if n := len(results[2].rows); n != 2 {
+		t.Fatalf("S2d has %d rows without S2 in the run, want its own 2", n)
+	}
+
+	results = sameRun([]result{failed("S2", s2.what, errors.New("sink gone")), {name: "S2d", figure: 500, rows: []row{{what: s2d.what}}}},
+		[2]variant{s2, s2d})
+	if d := results[1].rows; len(d) != 2 || d[1].met != "n/a" || d[1].ratio != "-" {
+		t.Fatalf("S2d rows beside a failed S2 = %+v, want a ratio row of n/a", d)
 	}
 }

@@ -98,15 +98,30 @@ type stream struct {
 	name, prefix string // "BENCH_S1", "bench.s1"
 }
 
-func (e *env) newStream(ctx context.Context, scenario string) (stream, error) {
+// streamConfig is the configuration a scenario's stream is created with.
+// The bench creates every stream itself and the bridge is told never to
+// (--create-stream=false), so a scenario measures the configuration it
+// names and a missing stream fails the bridge's start instead of being
+// replaced by one of the bridge's own making.
+type streamConfig int
+
+const (
+	// allowDirect is what the bridge creates (journal.EnsureStream): file
+	// storage, and allow_direct for its batched reads.
+	allowDirect streamConfig = iota
+	// defaultConfig is what jetstream.StreamConfig leaves it at, as many
+	// users' streams are: file storage, no allow_direct, so the bridge
+	// cannot read it through direct gets.
+	defaultConfig
+)
+
+func (e *env) newStream(ctx context.Context, scenario string, config streamConfig) (stream, error) {
 	s := stream{name: "BENCH_" + strings.ToUpper(scenario), prefix: "bench." + strings.ToLower(scenario)}
-	// The configuration the bridge itself creates (journal.EnsureStream):
-	// file storage, and allow_direct for its batched reads.
 	_, err := e.js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:        s.name,
 		Subjects:    []string{s.prefix + ".>"},
 		Storage:     jetstream.FileStorage,
-		AllowDirect: true,
+		AllowDirect: config == allowDirect,
 	})
 	if err != nil {
 		return s, fmt.Errorf("creating stream %s: %w", s.name, err)
@@ -192,6 +207,8 @@ type bridgeProc struct {
 	admin   string
 	token   string
 	logPath string
+	started time.Time // just before the process was started
+	ready   time.Time // when /readyz first answered 200
 	done    chan struct{}
 	exitErr error
 }
@@ -213,7 +230,24 @@ func (e *env) newBridgeDir(name string) (string, error) {
 	return os.MkdirTemp(e.dir, "bridge-"+name+"-")
 }
 
+// startFresh starts a bridge on s with an empty store of its own.
+func (e *env) startFresh(ctx context.Context, s stream, name string) (*bridgeProc, error) {
+	dir, err := e.newBridgeDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.startBridge(ctx, s, dir)
+}
+
+// startBridge starts a bridge on s and dataDir and returns once its
+// /readyz answers 200, or fails after 30 s.
 func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridgeProc, error) {
+	return e.startBridgeWithin(ctx, s, dataDir, 30*time.Second)
+}
+
+// startBridgeWithin is startBridge failing after limit, for a store large
+// enough that opening it may take longer.
+func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, limit time.Duration) (*bridgeProc, error) {
 	admin, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -229,9 +263,8 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 	defer logFile.Close()
 	b.cmd = exec.Command(e.bridge, "run",
 		"--nats-url", e.ns.ClientURL(),
-		"--create-stream",
+		"--create-stream=false",
 		"--stream", s.name,
-		"--stream-subjects", s.prefix+".>",
 		"--data-dir", dataDir,
 		"--admin-listen", admin,
 		"--admin-token", b.token,
@@ -240,6 +273,7 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
 	b.cmd.Env = cleanEnv()
 	b.cmd.SysProcAttr = childAttrs()
+	b.started = time.Now()
 	if err := b.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -247,11 +281,13 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 		b.exitErr = b.cmd.Wait()
 		close(b.done)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := b.started.Add(limit)
+	probe := &http.Client{Timeout: time.Second}
 	for {
-		if resp, err := http.Get("http://" + admin + "/readyz"); err == nil {
+		if resp, err := probe.Get("http://" + admin + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				b.ready = time.Now()
 				return b, nil
 			}
 		}
@@ -265,7 +301,7 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 		}
 		if time.Now().After(deadline) {
 			b.stop()
-			return nil, fmt.Errorf("bridge not ready after 30 s; log: %s", tail(b.logPath))
+			return nil, fmt.Errorf("bridge's /readyz not 200 within %v of its start; log: %s", limit, tail(b.logPath))
 		}
 	}
 }
@@ -312,6 +348,12 @@ func (b *bridgeProc) pid() int { return b.cmd.Process.Pid }
 
 // api calls the admin API; out, when not nil, receives the JSON answer.
 func (b *bridgeProc) api(ctx context.Context, method, path string, body, out any) (int, error) {
+	return b.apiVia(ctx, http.DefaultClient, method, path, body, out)
+}
+
+// apiVia is api through client, for callers that each hold a connection
+// of their own.
+func (b *bridgeProc) apiVia(ctx context.Context, client *http.Client, method, path string, body, out any) (int, error) {
 	var r io.Reader
 	if body != nil {
 		j, err := json.Marshal(body)
@@ -326,7 +368,7 @@ func (b *bridgeProc) api(ctx context.Context, method, path string, body, out any
 	}
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S2,S3,S4,MEM] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S2,S2d,S3,S4,MEM,R1,R2] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -35,14 +35,30 @@
 //	     round with the median ratio is reported.
 //	S1b  the same in CloudEvents batch mode (maxEvents 100), when the bridge
 //	     delivers batches.
+//	S1d  S1 on a stream as jetstream.StreamConfig leaves it (no
+//	     allow_direct; the others run on the allow_direct stream the
+//	     bridge would create), with baselines of its own; and its rate
+//	     against S1's, when both run.
 //	S2   fan-out: 1,000 registrations on one subject, 1,000 messages; against
 //	     as many bare POSTs from 16 goroutines; and journal reads per
 //	     message.
+//	S2d  S2 on a default stream, as S1d is S1.
 //	S3   idle scale: 100,000 registrations on distinct subjects, no traffic:
 //	     CPU and memory at rest, then one message's latency.
 //	S4   live latency: one registration, 1,000 messages/s for 10 s; against an
 //	     ordered consumer feeding sequential POSTs.
 //	MEM  peak memory draining a backlog of 1,000,000 × 1 KiB.
+//	R1   admin API creates per second: 20,000 registrations, each a fresh
+//	     id on a subject of its own from new messages, from 16 clients at
+//	     once; the store is counted after.
+//	R2   registry scale: S3 with 1,000,000 registrations, the time from the
+//	     bridge's start to its first delivery (/readyz turns 200 once NATS
+//	     is connected, before the registrations are loaded, so a message is
+//	     published every 50 ms from then on and the first arrival timed),
+//	     and the time of a /metrics scrape.
+//
+// S3 and R2 preload their registrations into the store before the bridge
+// opens it; S3's summary line gives its start and scrape times too.
 //
 // Figures are what this machine did in this run; a shared or busy machine
 // moves them, which is why each comes with its baseline.
@@ -62,25 +78,30 @@ import (
 
 // sizes are a run's dimensions.
 type sizes struct {
-	s1Backlog  int           // S1/S1b backlog
-	s1Rounds   int           // S1 rounds of bridge and baseline
-	s2Regs     int           // S2 registrations
-	s2Msgs     int           // S2 messages
+	s1Backlog  int           // S1/S1b/S1d backlog
+	s1Rounds   int           // S1/S1d rounds of bridge and baseline
+	s2Regs     int           // S2/S2d registrations
+	s2Msgs     int           // S2/S2d messages
 	s3Regs     int           // S3 idle registrations
-	s3Warm     time.Duration // S3 least warm-up before the idle window
-	s3Settle   time.Duration // S3 longest wait for the bridge to settle
-	s3Idle     time.Duration // S3 idle window
+	r2Regs     int           // R2 idle registrations
+	idleStart  time.Duration // S3/R2 longest wait from the bridge's start to its first delivery
+	idleWarm   time.Duration // S3/R2 least warm-up before the idle window
+	idleSettle time.Duration // S3/R2 longest wait for the bridge to settle
+	idleWindow time.Duration // S3/R2 idle window
 	s4Rate     int           // S4 messages per second
 	s4Dur      time.Duration // S4 duration of each phase
 	memBacklog int           // MEM backlog
+	r1Creates  int           // R1 registrations created
 }
 
 var full = sizes{
 	s1Backlog: 100_000, s1Rounds: 3,
 	s2Regs: 1_000, s2Msgs: 1_000,
-	s3Regs: 100_000, s3Warm: 10 * time.Second, s3Settle: 2 * time.Minute, s3Idle: 20 * time.Second,
+	s3Regs: 100_000, r2Regs: 1_000_000,
+	idleStart: 3 * time.Minute, idleWarm: 10 * time.Second, idleSettle: 2 * time.Minute, idleWindow: 20 * time.Second,
 	s4Rate: 1_000, s4Dur: 10 * time.Second,
 	memBacklog: 1_000_000,
+	r1Creates:  20_000,
 }
 
 // quick is a tenth of every count. The durations shrink less: an idle
@@ -89,13 +110,15 @@ var full = sizes{
 var quick = sizes{
 	s1Backlog: 10_000, s1Rounds: 1,
 	s2Regs: 1_000, s2Msgs: 100,
-	s3Regs: 10_000, s3Warm: 3 * time.Second, s3Settle: 30 * time.Second, s3Idle: 5 * time.Second,
+	s3Regs: 10_000, r2Regs: 100_000,
+	idleStart: time.Minute, idleWarm: 3 * time.Second, idleSettle: 30 * time.Second, idleWindow: 5 * time.Second,
 	s4Rate: 1_000, s4Dur: 2 * time.Second,
 	memBacklog: 100_000,
+	r1Creates:  2_000,
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = []string{"S1", "S1b", "S2", "S3", "S4", "MEM"}
+var scenarioNames = []string{"S1", "S1b", "S1d", "S2", "S2d", "S3", "S4", "MEM", "R1", "R2"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -144,21 +167,28 @@ func benchMain() int {
 	b := &bench{env: e, sz: sz}
 	var results []result
 	if selected["S1"] || selected["S1b"] {
-		results = append(results, b.drain(ctx, selected["S1"], selected["S1b"])...)
+		results = append(results, b.drain(ctx, s1, selected["S1"], selected["S1b"])...)
+	}
+	if selected["S1d"] && ctx.Err() == nil {
+		results = append(results, b.drain(ctx, s1d, true, false)...)
 	}
 	for _, sc := range []struct {
 		name string
 		fn   func(context.Context) result
 	}{
-		{"S2", b.fanOut},
+		{"S2", func(ctx context.Context) result { return b.fanOut(ctx, s2) }},
+		{"S2d", func(ctx context.Context) result { return b.fanOut(ctx, s2d) }},
 		{"S3", b.idleScale},
 		{"S4", b.liveLatency},
 		{"MEM", b.memory},
+		{"R1", b.createRate},
+		{"R2", b.registryScale},
 	} {
 		if selected[sc.name] && ctx.Err() == nil {
 			results = append(results, sc.fn(ctx))
 		}
 	}
+	results = sameRun(results, [2]variant{s1, s1d}, [2]variant{s2, s2d})
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted")
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,7 +29,36 @@ type result struct {
 	rows []row
 	// line is the scenario's one-line summary, with its ratio.
 	line string
-	err  error
+	// figure is the headline rate, for comparing scenarios of one run;
+	// 0 when there is none.
+	figure float64
+	err    error
+}
+
+// sameRun is the ratio row of each default-stream figure against the
+// allow_direct one of the same run, added after the default-stream
+// result's first row: what a stream made the way jetstream.StreamConfig
+// leaves it costs against the one the bridge would create. A pair with a
+// side not run has no row.
+func sameRun(results []result, pairs ...[2]variant) []result {
+	byName := map[string]*result{}
+	for i := range results {
+		byName[results[i].name] = &results[i]
+	}
+	for _, p := range pairs {
+		direct, dflt := byName[p[0].name], byName[p[1].name]
+		if direct == nil || dflt == nil {
+			continue
+		}
+		x := row{what: p[0].name + " default stream ÷ allow_direct stream, same run", bridge: "n/a", baseline: "-", ratio: "-", target: "≥ 0.95", met: "n/a"}
+		if direct.figure > 0 && dflt.figure > 0 {
+			r := dflt.figure / direct.figure
+			x.bridge, x.baseline, x.ratio, x.met = count(dflt.figure), count(direct.figure), fmt.Sprintf("%.2f", r), yesNo(r >= 0.95)
+			dflt.line += fmt.Sprintf("; %s ÷ %s, same run: %.2f", p[1].name, p[0].name, r)
+		}
+		dflt.rows = slices.Insert(dflt.rows, min(1, len(dflt.rows)), x)
+	}
+	return results
 }
 
 func failed(name, what string, err error) result {

@@ -73,20 +73,50 @@ func errorsLogged(path string) int {
 	return bytes.Count(b, []byte(`"level":"ERROR"`))
 }
 
-// drain runs S1 and S1b on one backlog.
-func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
+// variant is a scenario on one stream configuration: what names its
+// figure in the report, and the stream it runs on.
+type variant struct {
+	name, what string
+	config     streamConfig
+}
+
+// The drain and fan-out variants. S1 and S2 run on the stream the bridge
+// would create; S1d and S2d on one as jetstream.StreamConfig leaves it,
+// which is how many users' streams are made.
+var (
+	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect}
+	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect}
+	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig}
+	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect}
+	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig}
+)
+
+func (v variant) failed(err error) result { return failed(v.name, v.what, err) }
+
+// drain runs v (S1 or S1d) and, when batch, S1b on one backlog.
+func (b *bench) drain(ctx context.Context, v variant, plain, batch bool) []result {
 	n := b.sz.s1Backlog
-	logf("S1: drain of a %s × 1 KiB backlog", count(float64(n)))
-	s, err := b.newStream(ctx, "s1")
+	logf("%s: drain of a %s × 1 KiB backlog", v.name, count(float64(n)))
+	drainFailed := func(err error) []result {
+		var out []result
+		if plain {
+			out = append(out, v.failed(err))
+		}
+		if batch {
+			out = append(out, s1b.failed(err))
+		}
+		return out
+	}
+	s, err := b.newStream(ctx, strings.ToLower(v.name), v.config)
 	if err != nil {
-		return drainFailed(plain, batch, err)
+		return drainFailed(err)
 	}
 	defer b.deleteStream(s)
 	payload := bytes.Repeat([]byte{'x'}, kib)
 	subject := s.prefix + ".orders"
 	first, err := b.publishBacklog(ctx, s, subject, n, payload)
 	if err != nil {
-		return drainFailed(plain, batch, err)
+		return drainFailed(err)
 	}
 
 	// The baseline POSTs as many messages as the bridge drains, so both
@@ -94,30 +124,30 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 	// loop catches a quiet spell or a busy one, and the better of two
 	// short ones sets a bar the machine only reaches now and then.
 	runBare := func(when string, w wire, posts int) (bareRun, error) {
-		logf("S1: baseline %s, %s sequential bare POSTs of the same 1 KiB from a process of their own", when, count(float64(posts)))
+		logf("%s: baseline %s, %s sequential bare POSTs of the same 1 KiB from a process of their own", v.name, when, count(float64(posts)))
 		run, err := b.barePOSTs(ctx, posts, 1, len(payload), w)
 		if err != nil {
 			return run, fmt.Errorf("baseline: %w", err)
 		}
-		logf("S1: baseline %s", run)
+		logf("%s: baseline %s", v.name, run)
 		return run, nil
 	}
 	same := wire{stream: s.name, subject: subject}
 	bare0, err := runBare("before, with the bridge's headers", same, n)
 	if err != nil {
-		return drainFailed(plain, batch, err)
+		return drainFailed(err)
 	}
 	// For the record, what the headers cost: the same loop with a
 	// Content-Type only, shorter, since no ratio is taken against it.
 	bodyOnly, err := runBare("with a Content-Type only", wire{}, max(n/5, 1))
 	if err != nil {
-		return drainFailed(plain, batch, err)
+		return drainFailed(err)
 	}
 
 	after := func() (bareRun, error) { return runBare("after, with the bridge's headers", same, n) }
-	plains, batched, err := b.drainRounds(ctx, s, subject, first, plain, batch, bare0, after)
+	plains, batched, err := b.drainRounds(ctx, s, subject, first, v, plain, batch, bare0, after)
 	if err != nil {
-		return drainFailed(plain, batch, err)
+		return drainFailed(err)
 	}
 
 	var out []result
@@ -132,19 +162,19 @@ func (b *bench) drain(ctx context.Context, plain, batch bool) []result {
 
 // drainRounds drains the backlog in rounds of bridge, then baseline, each
 // round bracketed by the baseline runs on either side of it (before is the
-// first); S1 reports the round with the median ratio, so one quiet or busy
+// first); the figure is the round with the median ratio, so one quiet or busy
 // spell of the machine does not make the figure. Batch mode drains once,
 // in the first round.
-func (b *bench) drainRounds(ctx context.Context, s stream, subject string, first uint64, plain, batch bool,
+func (b *bench) drainRounds(ctx context.Context, s stream, subject string, first uint64, v variant, plain, batch bool,
 	before bareRun, after func() (bareRun, error)) (plains []outcome, batched *outcome, err error) {
 	for round := range b.sz.s1Rounds {
 		var o outcome
 		if plain {
-			o.d, o.early = b.drainOnce(ctx, s, subject, first, nil)
+			o.d, o.early = b.drainOnce(ctx, s, subject, first, v, nil)
 		}
 		if batch && round == 0 && ctx.Err() == nil {
 			batched = &outcome{}
-			batched.d, batched.early = b.drainOnce(ctx, s, subject, first, map[string]any{"maxEvents": 100})
+			batched.d, batched.early = b.drainOnce(ctx, s, subject, first, s1b, map[string]any{"maxEvents": 100})
 		}
 		next, err := after()
 		if err != nil {
@@ -207,7 +237,7 @@ func drainResult(o outcome, rounds []outcome, n int, bodyOnly bareRun) result {
 		}
 		all = fmt.Sprintf("; median of %d rounds: %s", len(rounds), strings.Join(ratios, ", "))
 	}
-	return result{name: d.name,
+	return result{name: d.name, figure: d.rate,
 		rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " POST/s", ratio: ratio(d.rate, best),
 			target: "≥ 0.80 × bare", met: yesNo(d.rate >= 0.80*best)}},
 		line: fmt.Sprintf("%s: ratio %s%s — bridge drained %s msgs in %v (%.0f msg/s%s), bare sequential POST loop with the bridge's headers %s; with a Content-Type only %.0f POST/s (ratio %s); CPU per message: bridge %s (%.1f s while draining), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
@@ -251,17 +281,6 @@ func perMsg(cpu time.Duration, n int) string {
 	return fmt.Sprintf("%.0f µs", float64(cpu)/float64(n)/float64(time.Microsecond))
 }
 
-func drainFailed(plain, batch bool, err error) []result {
-	var out []result
-	if plain {
-		out = append(out, failed("S1", "S1 drain (msg/s)", err))
-	}
-	if batch {
-		out = append(out, failed("S1b", "S1b drain, batch 100 (msg/s)", err))
-	}
-	return out
-}
-
 // drained is what one drain measured.
 type drained struct {
 	name, what string
@@ -275,23 +294,17 @@ type drained struct {
 }
 
 // drainOnce measures one registration draining the backlog from its first
-// message, in a bridge of its own. early is the scenario's result when it
-// ended without a figure (failed, or batch mode not implemented).
-func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first uint64, batch map[string]any) (d drained, early *result) {
-	d.name, d.what = "S1", "S1 drain (msg/s)"
-	if batch != nil {
-		d.name, d.what = "S1b", "S1b drain, batch 100 (msg/s)"
-	}
+// message, in a bridge of its own, as v's figure. early is the scenario's
+// result when it ended without a figure (failed, or batch mode not
+// implemented).
+func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first uint64, v variant, batch map[string]any) (d drained, early *result) {
+	d.name, d.what = v.name, v.what
 	fail := func(err error) (drained, *result) {
-		r := failed(d.name, d.what, err)
+		r := v.failed(err)
 		return d, &r
 	}
 	n := b.sz.s1Backlog
-	dir, err := b.newBridgeDir(strings.ToLower(d.name))
-	if err != nil {
-		return fail(err)
-	}
-	br, err := b.startBridge(ctx, s, dir)
+	br, err := b.startFresh(ctx, s, strings.ToLower(d.name))
 	if err != nil {
 		return fail(err)
 	}
@@ -357,16 +370,23 @@ func waitFirst(ctx context.Context, r *run) error {
 	return nil
 }
 
-// preload creates registrations in a bridge's store before the bridge
-// opens it: the admin API commits one registration per call, far too slow
-// to set up a hundred thousand.
-func preload(dataDir string, rows []cursor.Registration) error {
+// preload creates n registrations, the i-th made by row, in a bridge's
+// store before the bridge opens it: the admin API commits one registration
+// per call, far too slow to set up a hundred thousand. Rows are made a
+// chunk at a time, so a million of them never sit in memory at once.
+func preload(dataDir string, n int, row func(i int) cursor.Registration) error {
 	db, err := cursor.Open(filepath.Join(dataDir, "bridge.db"))
 	if err != nil {
 		return err
 	}
-	for chunk := range slices.Chunk(rows, 10_000) {
-		if err := db.CreateMany(context.Background(), chunk); err != nil {
+	const chunk = 10_000
+	rows := make([]cursor.Registration, 0, min(n, chunk))
+	for lo := 0; lo < n; lo += chunk {
+		rows = rows[:0]
+		for i := lo; i < min(lo+chunk, n); i++ {
+			rows = append(rows, row(i))
+		}
+		if err := db.CreateMany(context.Background(), rows); err != nil {
 			_ = db.Close()
 			return err
 		}
@@ -409,15 +429,14 @@ func settle(ctx context.Context, pid int, warm, limit time.Duration) (time.Durat
 	}
 }
 
-// fanOut is S2: many registrations on one subject, each message delivered
-// to every one of them.
-func (b *bench) fanOut(ctx context.Context) result {
-	const what = "S2 fan-out (deliveries/s)"
+// fanOut is S2 (or S2d, as v says): many registrations on one subject,
+// each message delivered to every one of them.
+func (b *bench) fanOut(ctx context.Context, v variant) result {
 	regs, msgs := b.sz.s2Regs, b.sz.s2Msgs
-	logf("S2: fan-out, %s registrations × %s messages", count(float64(regs)), count(float64(msgs)))
-	s, err := b.newStream(ctx, "s2")
+	logf("%s: fan-out, %s registrations × %s messages", v.name, count(float64(regs)), count(float64(msgs)))
+	s, err := b.newStream(ctx, strings.ToLower(v.name), v.config)
 	if err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 	defer b.deleteStream(s)
 	payload := bytes.Repeat([]byte{'x'}, kib)
@@ -427,36 +446,35 @@ func (b *bench) fanOut(ctx context.Context) result {
 		// As many POSTs as the bridge makes, for as long a measurement
 		// (see S1).
 		n := regs * msgs
-		logf("S2: baseline %s, %s bare POSTs with the bridge's headers from 16 goroutines in a process of their own", when, count(float64(n)))
+		logf("%s: baseline %s, %s bare POSTs with the bridge's headers from 16 goroutines in a process of their own", v.name, when, count(float64(n)))
 		run, err := b.barePOSTs(ctx, n, 16, len(payload), wire{stream: s.name, subject: subject})
 		if err != nil {
 			return run, fmt.Errorf("baseline: %w", err)
 		}
-		logf("S2: baseline %s", run)
+		logf("%s: baseline %s", v.name, run)
 		return run, nil
 	}
 	var bare baseline
 	if bare.before, err = runBare("before"); err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 
-	dir, err := b.newBridgeDir("s2")
+	dir, err := b.newBridgeDir(strings.ToLower(v.name))
 	if err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
-	rows := make([]cursor.Registration, regs)
-	for i := range rows {
-		rows[i] = cursor.Registration{NextSeq: 1, Config: cursor.Config{
+	err = preload(dir, regs, func(i int) cursor.Registration {
+		return cursor.Registration{NextSeq: 1, Config: cursor.Config{
 			ID: fmt.Sprintf("fan-%05d", i), Namespace: "outbox", Subject: subject,
 			URL: fmt.Sprintf("%s/r/%d", b.sink.url, i),
 		}}
-	}
-	if err := preload(dir, rows); err != nil {
-		return failed("S2", what, err)
+	})
+	if err != nil {
+		return v.failed(err)
 	}
 	br, err := b.startBridge(ctx, s, dir)
 	if err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 	stopped := false
 	defer func() {
@@ -466,12 +484,12 @@ func (b *bench) fanOut(ctx context.Context) result {
 	}()
 	// Preloaded rows are due at once; let the bridge find them caught up.
 	if _, _, err := settle(ctx, br.pid(), time.Second, 30*time.Second); err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 
 	reqs0, haveReqs, err := br.metric(ctx, "bridge_journal_requests_total")
 	if err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 	fetches0, _, _ := br.metric(ctx, "bridge_journal_fetches_total")
 	fetched0, _, _ := br.metric(ctx, "bridge_journal_messages_fetched_total")
@@ -479,16 +497,16 @@ func (b *bench) fanOut(ctx context.Context) result {
 
 	last, err := b.lastSeq(ctx, s)
 	if err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 	r := newRun(regs, msgs, last+1, false)
 	b.sink.start(r)
 	start := time.Now()
 	if _, err := b.publishBacklog(ctx, s, subject, msgs, payload); err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
-	if err := waitRun(ctx, r, "S2 fan-out"); err != nil {
-		return failed("S2", what, err)
+	if err := waitRun(ctx, r, v.name+" fan-out"); err != nil {
+		return v.failed(err)
 	}
 	el := time.Duration(r.last.Load() - start.UnixNano())
 	total := float64(regs * msgs)
@@ -496,13 +514,14 @@ func (b *bench) fanOut(ctx context.Context) result {
 	cpu1, _ := cpuTime(br.pid())
 	mem, _ := memoryOf(br.pid())
 	readsLine := "journal reads: n/a (no bridge_journal_requests_total in /metrics)"
-	readsRow := row{what: "S2 journal reads per message", bridge: "n/a", baseline: "-", ratio: "-", target: "≤ 2", met: "n/a"}
+	readsWhat := v.name + " journal reads per message"
+	readsRow := row{what: readsWhat, bridge: "n/a", baseline: "-", ratio: "-", target: "≤ 2", met: "n/a"}
 	if haveReqs {
 		reqs1, _, _ := br.metric(ctx, "bridge_journal_requests_total")
 		fetches1, _, _ := br.metric(ctx, "bridge_journal_fetches_total")
 		fetched1, _, _ := br.metric(ctx, "bridge_journal_messages_fetched_total")
 		perMsg := (reqs1 - reqs0) / float64(msgs)
-		readsRow = row{what: "S2 journal reads per message", bridge: fmt.Sprintf("%.2f", perMsg),
+		readsRow = row{what: readsWhat, bridge: fmt.Sprintf("%.2f", perMsg),
 			baseline: "-", ratio: "-", target: "≤ 2", met: yesNo(perMsg <= 2)}
 		readsLine = fmt.Sprintf("journal requests %.0f (%.2f per message; page fetches %.0f), messages fetched %.0f (%.2f per message)",
 			reqs1-reqs0, perMsg, fetches1-fetches0, fetched1-fetched0, (fetched1-fetched0)/float64(msgs))
@@ -511,120 +530,18 @@ func (b *bench) fanOut(ctx context.Context) result {
 	br.stop()
 	stopped = true
 	if bare.after, err = runBare("after"); err != nil {
-		return failed("S2", what, err)
+		return v.failed(err)
 	}
 	best := bare.best()
-	return result{name: "S2",
+	return result{name: v.name, figure: rate,
 		rows: []row{
-			{what: what, bridge: count(rate), baseline: count(best) + " POST/s", ratio: ratio(rate, best),
+			{what: v.what, bridge: count(rate), baseline: count(best) + " POST/s", ratio: ratio(rate, best),
 				target: "≥ 0.70 × bare", met: yesNo(rate >= 0.70*best)},
 			readsRow,
 		},
-		line: fmt.Sprintf("S2: ratio %s — bridge %s deliveries in %v (%.0f/s), bare 16-goroutine POST loop %s; %s; CPU per delivery: bridge %s (%.1f s while delivering), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
-			ratio(rate, best), count(total), el.Round(time.Millisecond), rate, bare, readsLine,
+		line: fmt.Sprintf("%s: ratio %s — bridge %s deliveries in %v (%.0f/s), bare 16-goroutine POST loop %s; %s; CPU per delivery: bridge %s (%.1f s while delivering), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
+			v.name, ratio(rate, best), count(total), el.Round(time.Millisecond), rate, bare, readsLine,
 			perMsg(cpu1-cpu0, int(total)), (cpu1 - cpu0).Seconds(), bare.cpu(), mib(mem.hwm), r.extras(), errLines),
-	}
-}
-
-// idleScale is S3: many registrations on distinct subjects and no traffic.
-func (b *bench) idleScale(ctx context.Context) result {
-	const whatCPU = "S3 idle CPU (CPU-s per s)"
-	n := b.sz.s3Regs
-	logf("S3: idle scale, %s registrations", count(float64(n)))
-	s, err := b.newStream(ctx, "s3")
-	if err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	defer b.deleteStream(s)
-	dir, err := b.newBridgeDir("s3")
-	if err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	rows := make([]cursor.Registration, n)
-	for i := range rows {
-		rows[i] = cursor.Registration{NextSeq: 1, Config: cursor.Config{
-			ID: fmt.Sprintf("idle-%06d", i), Namespace: "outbox", Subject: fmt.Sprintf("%s.idle.%d", s.prefix, i),
-			URL: fmt.Sprintf("%s/r/%d", b.sink.url, i),
-		}}
-	}
-	loadStart := time.Now()
-	if err := preload(dir, rows); err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	logf("S3: preloaded in %v", time.Since(loadStart).Round(time.Millisecond))
-
-	br, err := b.startBridge(ctx, s, dir)
-	if err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			br.stop()
-		}
-	}()
-	took, settled, err := settle(ctx, br.pid(), b.sz.s3Warm, b.sz.s3Settle)
-	if err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	logf("S3: settled=%v after %v; idle window of %v", settled, took.Round(time.Second), b.sz.s3Idle)
-	c0, err := cpuTime(br.pid())
-	if err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	t0 := time.Now()
-	select {
-	case <-ctx.Done():
-		return failed("S3", whatCPU, ctx.Err())
-	case <-time.After(b.sz.s3Idle):
-	}
-	c1, _ := cpuTime(br.pid())
-	idleRate := (c1 - c0).Seconds() / time.Since(t0).Seconds()
-	mem, _ := memoryOf(br.pid())
-
-	// One message at a time to registrations spread over the store.
-	const samples = 5
-	first, err := b.lastSeq(ctx, s)
-	if err != nil {
-		return failed("S3", whatCPU, err)
-	}
-	first++
-	r := newRun(n, samples, first, true)
-	b.sink.start(r)
-	for i := range samples {
-		k := (i*7919 + 13) % n
-		if err := b.publishOne(ctx, fmt.Sprintf("%s.idle.%d", s.prefix, k)); err != nil {
-			return failed("S3", whatCPU, err)
-		}
-		if err := waitCount(ctx, r, int64(i+1), 10*time.Second); err != nil {
-			return failed("S3", whatCPU, fmt.Errorf("one message to an idle registration: %w", err))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	lat := r.latencies()
-	errLines := errorsLogged(br.logPath)
-	br.stop()
-	stopped = true
-
-	// The baseline latency: the same messages through a bare ordered
-	// consumer and one POST each, with the bridge gone.
-	bareLat, err := b.bareSamples(ctx, s, samples)
-	if err != nil {
-		return failed("S3", whatCPU, fmt.Errorf("baseline: %w", err))
-	}
-
-	worst, bareWorst := slices.Max(lat), slices.Max(bareLat)
-	rss := mib(mem.rss)
-	return result{name: "S3",
-		rows: []row{
-			{what: whatCPU, bridge: fmt.Sprintf("%.4f", idleRate), baseline: "-", ratio: "-", target: "≤ 0.02", met: yesNo(idleRate <= 0.02)},
-			{what: "S3 idle RSS (MiB)", bridge: fmt.Sprintf("%.0f", rss), baseline: "-", ratio: "-", target: "≤ 300", met: yesNo(rss <= 300)},
-			{what: "S3 one message, worst of 5", bridge: ms(worst), baseline: ms(bareWorst), ratio: ratio(float64(worst), float64(bareWorst)),
-				target: "≤ 50 ms", met: yesNo(worst <= 50*time.Millisecond)},
-		},
-		line: fmt.Sprintf("S3: ratio %s (one-message latency) — %s idle registrations: %.4f CPU-s/s over %v idle, RSS %.0f MiB (peak %.0f), settled=%v after %v; one message %s vs bare consumer %s; %d error log lines",
-			ratio(float64(worst), float64(bareWorst)), count(float64(n)), idleRate, b.sz.s3Idle, rss, mib(mem.hwm),
-			settled, took.Round(time.Second), fmtDurations(lat), fmtDurations(bareLat), errLines),
 	}
 }
 
@@ -696,7 +613,7 @@ func (b *bench) liveLatency(ctx context.Context) result {
 	const what = "S4 live latency p50"
 	n := int(int64(b.sz.s4Rate) * int64(b.sz.s4Dur) / int64(time.Second))
 	logf("S4: live latency, %d messages/s for %v", b.sz.s4Rate, b.sz.s4Dur)
-	s, err := b.newStream(ctx, "s4")
+	s, err := b.newStream(ctx, "s4", allowDirect)
 	if err != nil {
 		return failed("S4", what, err)
 	}
@@ -731,11 +648,7 @@ func (b *bench) liveLatency(ctx context.Context) result {
 		return failed("S4", what, err)
 	}
 
-	dir, err := b.newBridgeDir("s4")
-	if err != nil {
-		return failed("S4", what, err)
-	}
-	br, err := b.startBridge(ctx, s, dir)
+	br, err := b.startFresh(ctx, s, "s4")
 	if err != nil {
 		return failed("S4", what, err)
 	}
@@ -837,7 +750,7 @@ func (b *bench) memory(ctx context.Context) result {
 	const what = "MEM peak RSS draining (MiB)"
 	n := b.sz.memBacklog
 	logf("MEM: peak memory draining a %s × 1 KiB backlog", count(float64(n)))
-	s, err := b.newStream(ctx, "mem")
+	s, err := b.newStream(ctx, "mem", allowDirect)
 	if err != nil {
 		return failed("MEM", what, err)
 	}
@@ -847,11 +760,7 @@ func (b *bench) memory(ctx context.Context) result {
 	if err != nil {
 		return failed("MEM", what, err)
 	}
-	dir, err := b.newBridgeDir("mem")
-	if err != nil {
-		return failed("MEM", what, err)
-	}
-	br, err := b.startBridge(ctx, s, dir)
+	br, err := b.startFresh(ctx, s, "mem")
 	if err != nil {
 		return failed("MEM", what, err)
 	}
