@@ -20,7 +20,10 @@ const DefaultLockTimeout = 2 * time.Second
 
 // DB is the bbolt implementation of Store: one file, one process.
 //
-// Writes are ordered by one write turn (see write); Advance takes no turn
+// Writes are ordered by one write turn (see write); Create, Replace,
+// Delete and the worker's Retry, Park, Unpark and Rewind are committed in
+// groups, one transaction and one fsync for the writes that queued while
+// the previous one committed (see grouped). Advance takes no turn
 // and only records progress in memory, which Flush — or the background
 // flusher of WithFlushInterval — commits in one transaction for all
 // registrations. Reads overlay that progress. Lock order: the write turn,
@@ -38,7 +41,10 @@ type DB struct {
 	// before any later write can look for it. A channel rather than a mutex
 	// so waiting honours ctx, and hands the turn over in arrival order: a
 	// long Purge yields to a waiting Flush between batches.
-	write   chan struct{}
+	write chan struct{}
+	// queue holds the grouped writes waiting for the turn; the caller
+	// that gets it commits them all. Its lock is never held with another.
+	queue   writeQueue
 	wb      writeBehind
 	configs *configCache
 
@@ -240,30 +246,16 @@ func (t *wtx) claimAll() map[string]progress {
 	return all
 }
 
-// update runs fn in one write transaction, holding the write turn until the
-// write-behind claims fn made are settled.
-//
-// Like view, it turns a panic or fault bbolt raises on a page damaged since
-// Open into an error naming the file; bbolt rolls the transaction back.
+// update runs fn alone in one write transaction, holding the write turn
+// until the write-behind claims fn made are settled. Writes that may share
+// a transaction use grouped instead.
 func (db *DB) update(ctx context.Context, fn func(t *wtx) error) error {
 	if err := db.acquire(ctx); err != nil {
 		return err
 	}
 	defer db.release()
-	t := &wtx{db: db}
-	err := guarded(db.path, func() error {
-		return db.bolt.Update(func(tx *bolt.Tx) error {
-			t.Tx = tx
-			return fn(t)
-		})
-	})
-	if errors.Is(err, errNoChange) {
-		err = nil
-	}
-	if t.claimed {
-		db.wb.settle(err == nil)
-	}
-	return db.wrapClosed(err)
+	_, err := db.commit([]*call{{fn: fn}})
+	return err
 }
 
 // view runs fn in a read transaction whose overlay lookups (db.overlay,

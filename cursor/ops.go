@@ -84,8 +84,11 @@ func (db *DB) Create(ctx context.Context, r Registration, idem *Idempotency) (Re
 	}
 	now := db.now()
 	r = fresh(r, now)
+	var out Registration
 	var answer []byte
-	err := db.update(ctx, func(t *wtx) error {
+	err := db.grouped(ctx, func(t *wtx) error {
+		// Set afresh on every run: a group may run this again (see grouped).
+		out, answer = r, nil
 		if idem != nil {
 			rec, ok, err := getIdem(t.Tx, idem.Key)
 			if err != nil {
@@ -95,7 +98,7 @@ func (db *DB) Create(ctx context.Context, r Registration, idem *Idempotency) (Re
 				if !bytes.Equal(rec.Hash, idem.Hash) {
 					return fmt.Errorf("cursor: create %q: %w", r.ID, ErrIdempotencyConflict)
 				}
-				r, answer = db.replayed(t.Tx, rec), rec.Answer
+				out, answer = db.replayed(t.Tx, rec), rec.Answer
 				return errNoChange
 			}
 		}
@@ -106,7 +109,7 @@ func (db *DB) Create(ctx context.Context, r Registration, idem *Idempotency) (Re
 	if err != nil {
 		return Registration{}, nil, err
 	}
-	return r, answer, nil
+	return out, answer, nil
 }
 
 // fresh is r as a new registration created at now.
@@ -199,7 +202,7 @@ func (db *DB) mutate(ctx context.Context, id string, full bool, change func(r *R
 		return Registration{}, err
 	}
 	var out Registration
-	err := db.update(ctx, func(t *wtx) error {
+	err := db.grouped(ctx, func(t *wtx) error {
 		old, ok, err := readRow(t.Tx, id, full)
 		if err != nil {
 			return err
@@ -245,8 +248,9 @@ func (db *DB) Replace(ctx context.Context, c Config, at time.Time) (Registration
 			return false, fmt.Errorf("cursor: replace %q: cannot move it from namespace %q to %q",
 				r.ID, r.Namespace, c.Namespace)
 		}
-		c.Namespace = r.Namespace
-		r.Config = c
+		nc := c // c stays as given: a group may run this again (see grouped)
+		nc.Namespace = r.Namespace
+		r.Config = nc
 		if r.State != Completed {
 			r.State = Active
 			r.Attempts = 0
@@ -333,7 +337,7 @@ func (db *DB) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	return db.update(ctx, func(t *wtx) error {
+	return db.grouped(ctx, func(t *wtx) error {
 		t.claim(id)
 		old, ok, err := getRowState(t.Tx, id)
 		if err != nil {
