@@ -29,9 +29,17 @@ func inGroup(t *testing.T, db *cursor.DB, calls ...func()) {
 	wg.Wait()
 }
 
-func TestGroupedCreatesOfOneIDGiveOneSuccess(t *testing.T) {
+// groupTest runs test in a synctest bubble, so inGroup can tell when a
+// call is queued, on a store of its own.
+func groupTest(t *testing.T, test func(t *testing.T, db *cursor.DB)) {
 	synctest.Test(t, func(t *testing.T) {
 		db, _ := open(t)
+		test(t, db)
+	})
+}
+
+func TestGroupedCreatesOfOneIDGiveOneSuccess(t *testing.T) {
+	groupTest(t, func(t *testing.T, db *cursor.DB) {
 		errs := make([]error, 16)
 		calls := make([]func(), len(errs))
 		for i := range calls {
@@ -59,8 +67,7 @@ func TestGroupedCreatesOfOneIDGiveOneSuccess(t *testing.T) {
 }
 
 func TestGroupedIdempotentReplaysGetTheFirstAnswer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		db, _ := open(t)
+	groupTest(t, func(t *testing.T, db *cursor.DB) {
 		idem := func(hash string) *cursor.Idempotency {
 			return &cursor.Idempotency{Key: "k", Hash: []byte(hash), Answer: func(r cursor.Registration) ([]byte, error) {
 				return []byte(`{"id":"` + r.ID + `"}`), nil
@@ -102,8 +109,7 @@ func TestGroupedIdempotentReplaysGetTheFirstAnswer(t *testing.T) {
 }
 
 func TestGroupedFailuresAffectNoOtherCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		db, _ := open(t)
+	groupTest(t, func(t *testing.T, db *cursor.DB) {
 		ctx := t.Context()
 		create(t, db, reg("old", "outbox"))
 		var errA, errMissing, errB, errDupA, errMove, errDel error
@@ -141,8 +147,7 @@ func TestGroupedFailuresAffectNoOtherCall(t *testing.T) {
 // first attempt claimed must be claimed and committed by the second, not
 // dropped with the first.
 func TestGroupRetryKeepsClaimedProgress(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		db, _ := open(t)
+	groupTest(t, func(t *testing.T, db *cursor.DB) {
 		ctx := t.Context()
 		create(t, db, reg("x", "outbox"))
 		advance(t, db, "x", cursor.Progress{NextSeq: 10, Delivered: 3})
@@ -171,8 +176,7 @@ func TestGroupRetryKeepsClaimedProgress(t *testing.T) {
 }
 
 func TestGroupedCallCancelledWhileQueuedIsRemoved(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		db, _ := open(t)
+	groupTest(t, func(t *testing.T, db *cursor.DB) {
 		commit := db.HoldWriteTurn()
 		ctx, cancel := context.WithCancel(t.Context())
 		var err error
@@ -194,8 +198,7 @@ func TestGroupedCallCancelledWhileQueuedIsRemoved(t *testing.T) {
 }
 
 func TestGroupedCallCancelledOnceTakenWaitsForTheOutcome(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		db, _ := open(t)
+	groupTest(t, func(t *testing.T, db *cursor.DB) {
 		ctx, cancel := context.WithCancel(t.Context())
 		idem := &cursor.Idempotency{Key: "k", Hash: []byte("h"), Answer: func(cursor.Registration) ([]byte, error) {
 			// The committer runs the call now: the caller's ctx ends, and
