@@ -1,4 +1,4 @@
-package jsonscan
+package cloudevents
 
 import (
 	"encoding/json"
@@ -6,18 +6,30 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
-// validV2 is Valid's contract written with github.com/go-json-experiment/json
-// (the json/v2 design): jsontext refuses duplicate names and lone surrogate
-// escapes by default, which json.Valid accepts, so both are allowed, and
-// UTF-8 is checked apart because allowing invalid escapes also lets raw
-// invalid bytes through.
-func validV2(b []byte) bool {
-	return utf8.Valid(b) && jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
+
+// FuzzValidJSON holds validJSON to its promise: the same answer as
+// json.Valid and utf8.Valid together, for any input.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		``, ` `, `0`, `-0`, `01`, `1.`, `1.5e`, `1.5E+3`, `-`, `"a\u00e9\n"`, `"\x"`, "\"\x01\"", `"\u12g4"`,
+		`{"a":[1,true,false,null,{"b":"c"}]}`, `{"a" : 1 , }`, `[1,]`, `[] x`, ` {} `, `{"a"}`, `tru`, `nul`,
+		"\"\xff\"", `"é"`, strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
+		strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), encodingJSONValid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, want %v", b, got, want)
+		}
+	})
 }
+
+func encodingJSONValid(b []byte) bool { return json.Valid(b) && utf8.Valid(b) }
 
 // orderDoc is a typical outbox payload of about 300 bytes.
 const orderDoc = `{"orderId":"ord_8f14e45fceea167a","customer":{"id":"cus_42","email":"ada@example.com","name":"Ada Lovelace"},` +
@@ -54,10 +66,10 @@ func payloads() []struct {
 	}
 }
 
-// TestValidAgreesWithJSONv2 gives Valid and validV2 the benchmarked payloads
-// and broken copies of them: cut short, a byte made invalid UTF-8, a member
-// repeated, a lone surrogate, trailing junk, nesting past the limit.
-func TestValidAgreesWithJSONv2(t *testing.T) {
+// TestValidJSONAgreesWithEncodingJSON gives validJSON the benchmarked
+// payloads and broken copies of them: cut short, a byte made invalid UTF-8,
+// a member repeated, a lone surrogate, trailing junk, nesting past the limit.
+func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 	cases := map[string][]byte{
 		"deep":     []byte(strings.Repeat(`{"a":`, maxDepth) + "1" + strings.Repeat("}", maxDepth)),
 		"too deep": []byte(strings.Repeat(`{"a":`, maxDepth+1) + "1" + strings.Repeat("}", maxDepth+1)),
@@ -75,23 +87,19 @@ func TestValidAgreesWithJSONv2(t *testing.T) {
 		cases[p.name+" padded"] = []byte(" \t\r\n" + string(doc) + "\n")
 	}
 	for name, b := range cases {
-		want := json.Valid(b) && utf8.Valid(b)
-		if got := Valid(b); got != want {
-			t.Errorf("%s: Valid = %v, encoding/json says %v", name, got, want)
-		}
-		if got := validV2(b); got != want {
-			t.Errorf("%s: validV2 = %v, encoding/json says %v", name, got, want)
+		if got, want := validJSON(b), encodingJSONValid(b); got != want {
+			t.Errorf("%s: validJSON = %v, encoding/json says %v", name, got, want)
 		}
 	}
 }
 
-// BenchmarkValid compares Valid with validV2 on the same payloads.
-func BenchmarkValid(b *testing.B) {
+// BenchmarkValidJSON compares validJSON with encoding/json on the same payloads.
+func BenchmarkValidJSON(b *testing.B) {
 	for _, p := range payloads() {
 		for _, impl := range []struct {
 			name  string
 			valid func([]byte) bool
-		}{{"jsonscan", Valid}, {"jsonv2", validV2}} {
+		}{{"jsonv2", validJSON}, {"encoding-json", encodingJSONValid}} {
 			b.Run(p.name+"/"+impl.name, func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(len(p.doc)))
