@@ -76,10 +76,12 @@ type Options struct {
 }
 
 // server holds what the handlers share. It is immutable after New, so the
-// handlers are safe for concurrent use without locks.
+// handlers are safe for concurrent use without locks; bounds guards its
+// own state.
 type server struct {
 	store   cursor.Store
 	journal Journal
+	bounds  *freshBounds
 	guard   Guard
 	waker   Waker
 	// tokenSum is the SHA-256 of the token: comparing fixed-length digests
@@ -107,6 +109,7 @@ func New(opts Options) http.Handler {
 	s := &server{
 		store:    opts.Store,
 		journal:  opts.Journal,
+		bounds:   &freshBounds{journal: opts.Journal},
 		guard:    opts.Guard,
 		waker:    opts.Waker,
 		tokenSum: sha256.Sum256([]byte(opts.Token)),

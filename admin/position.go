@@ -49,9 +49,10 @@ func (s *server) startSeq(ctx context.Context, ns projection.Namespace, raw json
 	return 0, invalid(`start must be "new", "first", {"seq": N} or {"time": "RFC3339"}`)
 }
 
-// edge resolves "new" (the last sequence + 1) or "first".
+// edge resolves "new" (the last sequence + 1) or "first", by bounds read
+// after the create began (see freshBounds).
 func (s *server) edge(ctx context.Context, which string) (uint64, error) {
-	first, last, err := s.journal.Bounds(ctx)
+	first, last, err := s.bounds.get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading the journal's bounds: %w", err)
 	}
@@ -88,7 +89,7 @@ func (s *server) checkSeq(ctx context.Context, seq uint64, field string) (uint64
 	if seq == 0 {
 		return 0, invalid("%sseq must be at least 1", field)
 	}
-	_, last, err := s.journal.Bounds(ctx)
+	_, last, err := s.bounds.get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading the journal's bounds: %w", err)
 	}
