@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -83,13 +84,23 @@ type response struct {
 // pairs and override it.
 func (h *harness) do(method, path, body string, headers ...string) response {
 	h.t.Helper()
+	res, err := h.send(method, path, body, headers...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+// send is do for any goroutine: it returns what fails instead of ending
+// the test.
+func (h *harness) send(method, path, body string, headers ...string) (response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, h.srv.URL+path, rd)
 	if err != nil {
-		h.t.Fatal(err)
+		return response{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -101,14 +112,14 @@ func (h *harness) do(method, path, body string, headers ...string) response {
 	}
 	res, err := h.srv.Client().Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		return response{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
-		h.t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+		return response{}, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: data}
+	return response{status: res.StatusCode, header: res.Header, body: data}, nil
 }
 
 // create registers body and requires a 201.
