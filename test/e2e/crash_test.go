@@ -387,18 +387,29 @@ func topUpCompleted(t *testing.T, d *chaosDaemon, sink *chaosSink, n, created in
 
 // countState counts the registrations in a state through the admin API.
 func countState(d *chaosDaemon, state string) int {
-	n, after := 0, ""
+	rs, ok := listState(d, state)
+	if !ok {
+		return -1
+	}
+	return len(rs)
+}
+
+// listState lists the registrations in a state ("" for all) through the
+// admin API, page by page; false when a page is not answered 200.
+func listState(d *chaosDaemon, state string) ([]apiRegistration, bool) {
+	var all []apiRegistration
+	after := ""
 	for {
 		var page struct {
 			Registrations []apiRegistration `json:"registrations"`
 			Next          string            `json:"next"`
 		}
 		if code := d.api("GET", "/v1/registrations?limit=1000&state="+state+"&after="+after, nil, &page); code != http.StatusOK {
-			return -1
+			return nil, false
 		}
-		n += len(page.Registrations)
+		all = append(all, page.Registrations...)
 		if page.Next == "" {
-			return n
+			return all, true
 		}
 		after = page.Next
 	}
