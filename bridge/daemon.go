@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/journal"
 )
 
 // Tailer reports every message the journal stores from now on. It must
@@ -31,8 +32,14 @@ type Daemon struct {
 	store   cursor.Store
 	tail    Tailer
 	workers map[string]*Worker
-	router  *router
+	wild    wildcards
 	log     *slog.Logger
+
+	// behind is the sequence the tail last (re)started following at, for
+	// the rewake loop; rewakeKick tells it a new one is set.
+	behindMu   sync.Mutex
+	behind     uint64
+	rewakeKick chan struct{}
 
 	flushEvery time.Duration
 	flushKick  chan struct{}
@@ -71,17 +78,17 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		store:      store,
 		tail:       tail,
 		workers:    make(map[string]*Worker, len(workers)),
-		router:     newRouter(),
+		wild:       wildcards{filters: make(map[string]struct{})},
 		log:        slog.New(slog.DiscardHandler),
 		flushEvery: DefaultFlushInterval,
 		flushKick:  make(chan struct{}, 1),
+		rewakeKick: make(chan struct{}, 1),
 	}
 	for _, opt := range opts {
 		opt(d)
 	}
 	for _, w := range workers {
 		d.workers[w.ns] = w
-		w.gone = d.router.remove
 		w.advanced = d.kickFlush
 		w.recreated = d.checkIdentity
 		if d.identity != nil {
@@ -137,7 +144,7 @@ func (d *Daemon) route(reg cursor.Registration) {
 	if w == nil || reg.State != cursor.Active {
 		return
 	}
-	d.router.add(reg.ID, reg.Namespace, reg.Subject)
+	d.wild.add(reg.Subject)
 	w.Wake(reg.ID)
 }
 
@@ -153,6 +160,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { d.rewakeLoop(ctx) })
 	wg.Go(func() { d.tailLoop(ctx) })
 	for _, w := range d.workers {
 		wg.Go(func() { _ = w.Run(ctx) })
@@ -165,26 +173,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return flushErr
 }
 
-// load routes every active registration. The tail's start wakes them all
-// (see Tailer): a registration that was idle when the bridge stopped may
-// have missed messages since.
+// load learns the distinct wildcard filters of the active registrations;
+// literal ones are looked up in the store by each message's subject. The
+// tail's start wakes the registrations that may have missed messages
+// while the bridge was down (see Tailer and rewake).
 func (d *Daemon) load(ctx context.Context) error {
-	after := ""
-	for {
-		rows, next, err := d.store.List(ctx, cursor.ListOptions{State: cursor.Active, After: after, Limit: 1000})
-		if err != nil {
-			return fmt.Errorf("loading registrations: %w", err)
-		}
-		for _, reg := range rows {
-			if d.workers[reg.Namespace] != nil {
-				d.router.add(reg.ID, reg.Namespace, reg.Subject)
-			}
-		}
-		if next == "" {
-			return nil
-		}
-		after = next
+	if err := d.store.WildcardFilters(ctx, d.wild.add); err != nil {
+		return fmt.Errorf("loading the wildcard filters of registrations: %w", err)
 	}
+	return nil
 }
 
 // tailLoop wakes registrations as their messages land, and all of them
@@ -203,28 +200,104 @@ func (d *Daemon) tailLoop(ctx context.Context) {
 }
 
 // notified hands the registrations a new message woke to free turns, or
-// marks them woken; an empty subject wakes every registration.
-func (d *Daemon) notified(subject string, _ uint64) {
-	if subject != "" {
-		d.router.match(subject, func(id, ns string) {
-			if w := d.workers[ns]; w != nil {
-				w.startNow(id)
-			}
-		})
+// marks them woken. An empty subject says the tail (re)started following
+// the stream at seq: the rewake loop then wakes whoever may have missed a
+// message before it.
+func (d *Daemon) notified(subject string, seq uint64) {
+	if subject == "" {
+		d.behindMu.Lock()
+		d.behind = max(d.behind, seq)
+		d.behindMu.Unlock()
+		select {
+		case d.rewakeKick <- struct{}{}:
+		default:
+		}
 		return
 	}
-	woken := false
-	d.router.all(func(id, ns string) {
+	start := func(id, ns string) {
 		if w := d.workers[ns]; w != nil {
-			w.sched.wakeQuiet(id)
-			woken = true
+			w.startNow(id)
 		}
-	})
-	if woken {
+	}
+	ctx := context.Background()
+	err := d.store.Routes(ctx, subject, start)
+	for _, f := range d.wild.matching(subject) {
+		err = errors.Join(err, d.store.Routes(ctx, f, start))
+	}
+	if err != nil {
+		// The registrations stay idle until the next message or restart;
+		// a store that cannot be read fails their turns anyway.
+		d.log.Error("looking up the registrations of a journal message", "subject", subject, "seq", seq, "error", err)
+	}
+}
+
+// rewakeLoop wakes, each time the tail (re)starts following the stream at
+// some sequence, every registration that may have missed a message before
+// it: those in a turn now (their turn may have judged them caught up just
+// before), and those idle in the store with a cursor behind it. Registrations
+// caught up past it hear of every message, so a restart behind a million
+// idle ones costs what the few behind need. A store that fails is retried.
+func (d *Daemon) rewakeLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.rewakeKick:
+		}
+		d.behindMu.Lock()
+		seq := d.behind
+		d.behindMu.Unlock()
+		for _, w := range d.workers {
+			w.sched.wakeInflight()
+		}
+		n, err := d.store.WakeBehind(ctx, seq)
 		for _, w := range d.workers {
 			w.sched.poke()
 		}
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.log.Error("waking registrations behind the journal's head failed; retrying", "seq", seq, "error", err)
+			time.AfterFunc(time.Second, func() {
+				select {
+				case d.rewakeKick <- struct{}{}:
+				default:
+				}
+			})
+		case n > 0:
+			d.log.Info("woke registrations whose cursor was behind the journal's head", "registrations", n, "seq", seq)
+		}
 	}
+}
+
+// wildcards are the distinct wildcard filters of active registrations:
+// a message's subject is matched against each, then the store is asked
+// for the registrations of those that match. A filter stays until the
+// process ends, since one no registration uses any more costs one empty
+// lookup per matching message, and forgetting it could race a create.
+type wildcards struct {
+	mu      sync.RWMutex
+	filters map[string]struct{}
+}
+
+func (w *wildcards) add(filter string) {
+	if !cursor.IsWildcard(filter) {
+		return
+	}
+	w.mu.Lock()
+	w.filters[filter] = struct{}{}
+	w.mu.Unlock()
+}
+
+func (w *wildcards) matching(subject string) []string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	var out []string
+	for f := range w.filters {
+		if journal.SubjectMatches(f, subject) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // kickFlush tells the flush loop that a cursor moved.

@@ -74,6 +74,17 @@ func (s *scheduler) later(id string) {
 	s.mu.Unlock()
 }
 
+// wakeInflight marks every registration in a turn woken, so each is served
+// again after its turn: a turn that found it caught up before the daemon
+// started following the stream again may have missed a message.
+func (s *scheduler) wakeInflight() {
+	s.mu.Lock()
+	for id := range s.inflight {
+		s.woken[id] = struct{}{}
+	}
+	s.mu.Unlock()
+}
+
 // promote moves deferred wakes back into the woken set, once per tick.
 func (s *scheduler) promote() {
 	s.mu.Lock()
@@ -271,15 +282,11 @@ func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, 
 	parked := w.parkingsNow()
 	reg, err := w.store.Get(ctx, id)
 	if errors.Is(err, cursor.ErrNotFound) {
-		w.forget(id)
 		return progress{}, false, nil
 	}
 	if err != nil {
 		w.sched.later(id)
 		return progress{}, false, err
-	}
-	if reg.State != cursor.Active {
-		w.forget(id)
 	}
 	if !w.due(reg, at) {
 		return progress{}, false, nil
@@ -302,12 +309,4 @@ func (w *Worker) due(reg cursor.Registration, at time.Time) bool {
 		return false
 	}
 	return reg.NextAttemptAt.IsZero() || !reg.NextAttemptAt.After(at)
-}
-
-// forget drops a registration that is gone or no longer active from the
-// wake routes; unpark and replace route it again.
-func (w *Worker) forget(id string) {
-	if w.gone != nil {
-		w.gone(id)
-	}
 }

@@ -79,7 +79,6 @@ type Worker struct {
 	// capacity is MaxInFlight and only ids claimed within that limit are
 	// sent, so a send never waits.
 	turns chan string
-	gone  func(id string)
 	// stopping is set when Run's context ends: turns stop at the next
 	// message boundary, so a clean stop waits for the POSTs in flight and
 	// not for whole pages of backlog.

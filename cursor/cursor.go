@@ -165,5 +165,16 @@ type Store interface {
 	Purge(ctx context.Context, p RetentionPolicy) (PurgeReport, error)
 	// Flush makes every acknowledged Advance durable.
 	Flush(ctx context.Context) error
+	// Routes calls fn for every active registration whose filter is
+	// exactly filter, so a message's subject finds the registrations it
+	// wakes without their being held in memory.
+	Routes(ctx context.Context, filter string, fn func(id, ns string)) error
+	// WildcardFilters calls fn once per distinct wildcard filter of an
+	// active registration.
+	WildcardFilters(ctx context.Context, fn func(filter string)) error
+	// WakeBehind makes due every idle active registration whose cursor is
+	// below seq: those that may have missed messages while nothing
+	// followed the stream.
+	WakeBehind(ctx context.Context, seq uint64) (int, error)
 	Close() error
 }

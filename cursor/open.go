@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,16 +17,29 @@ import (
 )
 
 // openBolt opens path and checks it is a bridge store this bridge can read.
+//
+// The check reads every page through bbolt's mapping, which would leave the
+// whole file resident in the process: a million registrations' pages
+// counted against its memory from the start, though a running bridge reads
+// only the few it serves. So a file that had pages to check is closed and
+// mapped afresh; the pages stay in the kernel's cache, not in the process.
 func openBolt(path string, lockTimeout time.Duration, log *slog.Logger) (*bolt.DB, error) {
 	bdb, err := openFile(path, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFile(bdb, path, log); err != nil {
+	walked, err := checkFile(bdb, path, log)
+	if err != nil {
 		_ = bdb.Close()
 		return nil, err
 	}
-	return bdb, nil
+	if !walked {
+		return bdb, nil
+	}
+	if err := bdb.Close(); err != nil {
+		return nil, fmt.Errorf("cursor: close %s after checking it: %w", path, err)
+	}
+	return openFile(path, lockTimeout)
 }
 
 // openFile is bolt.Open turned into errors that name the file.
@@ -96,9 +110,10 @@ func guarded(path string, fn func() error) (err error) {
 }
 
 // checkFile verifies the file's size, layout and every page, creating the
-// buckets of a new file, with the same protection against panics and faults
-// as openFile.
-func checkFile(bdb *bolt.DB, path string, log *slog.Logger) (err error) {
+// buckets of a new file and migrating an older one, with the same
+// protection against panics and faults as openFile. walked reports that it
+// read the pages of an existing file.
+func checkFile(bdb *bolt.DB, path string, log *slog.Logger) (walked bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = damaged(path, fmt.Errorf("%v", p))
@@ -106,21 +121,26 @@ func checkFile(bdb *bolt.DB, path string, log *slog.Logger) (err error) {
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	fresh := false
+	version := 0
 	err = bdb.View(func(tx *bolt.Tx) error {
 		if err := checkSize(tx, path); err != nil {
 			return err
 		}
 		var err error
-		if fresh, err = checkLayout(tx, path); err != nil || fresh {
+		if version, err = checkLayout(tx, path); err != nil || version == 0 {
 			return err
 		}
 		return checkPages(tx, path, log)
 	})
-	if err != nil || !fresh {
-		return err
+	switch {
+	case err != nil:
+		return false, err
+	case version == 0:
+		return false, bdb.Update(createLayout)
+	case version < schemaVersion:
+		return true, migrate(bdb, path, version, log)
 	}
-	return bdb.Update(createLayout)
+	return true, nil
 }
 
 // checkPages walks every page of the file, so that damage the header, the
@@ -209,29 +229,104 @@ func checkSize(tx *bolt.Tx, path string) error {
 	return nil
 }
 
-// checkLayout reports whether the file is new (no buckets at all), and
-// fails when it belongs to something else or to a newer bridge.
-func checkLayout(tx *bolt.Tx, path string) (fresh bool, err error) {
+// checkLayout returns the file's schema version, 0 when the file is new
+// (no buckets at all), and fails when it belongs to something else or to a
+// newer bridge.
+func checkLayout(tx *bolt.Tx, path string) (version int, err error) {
 	meta := tx.Bucket([]byte(bucketMeta))
 	if meta == nil {
 		if foreign, _ := tx.Cursor().First(); foreign != nil {
-			return false, fmt.Errorf("cursor: %s is not a bridge store: it holds a bucket %q the bridge never creates", path, foreign)
+			return 0, fmt.Errorf("cursor: %s is not a bridge store: it holds a bucket %q the bridge never creates", path, foreign)
 		}
-		return true, nil
+		return 0, nil
 	}
 	v, err := strconv.Atoi(string(meta.Get([]byte(metaSchemaKey))))
 	switch {
 	case err != nil || v < 1:
-		return false, damaged(path, fmt.Errorf("schema version %q is unreadable", meta.Get([]byte(metaSchemaKey))))
+		return 0, damaged(path, fmt.Errorf("schema version %q is unreadable", meta.Get([]byte(metaSchemaKey))))
 	case v > schemaVersion:
-		return false, fmt.Errorf("cursor: %s was written by a newer bridge (store schema %d; this bridge reads up to %d)", path, v, schemaVersion)
+		return 0, fmt.Errorf("cursor: %s was written by a newer bridge (store schema %d; this bridge reads up to %d)", path, v, schemaVersion)
 	}
-	for _, name := range allBuckets() {
+	want := allBuckets()
+	if v == 1 {
+		want = bucketsV1()
+	}
+	for _, name := range want {
 		if tx.Bucket([]byte(name)) == nil {
-			return false, damaged(path, fmt.Errorf("bucket %q is missing", name))
+			return 0, damaged(path, fmt.Errorf("bucket %q is missing", name))
 		}
 	}
-	return false, nil
+	return v, nil
+}
+
+// migrate brings a file of schema version 1 to the current one: it builds
+// the buckets version 2 added from the rows, a batch of rows per
+// transaction so a million rows never sit in one, and records the new
+// version last. A crash part way leaves version 1 on the file, and the
+// next start builds the buckets again from empty.
+func migrate(bdb *bolt.DB, path string, from int, log *slog.Logger) error {
+	start := time.Now()
+	err := bdb.Update(func(tx *bolt.Tx) error {
+		for _, name := range bucketsV2() {
+			if err := tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return fmt.Errorf("clear bucket %q: %w", name, err)
+			}
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return fmt.Errorf("create bucket %q: %w", name, err)
+			}
+		}
+		return nil
+	})
+	n, after := 0, []byte(nil)
+	for err == nil {
+		var done int
+		done, after, err = migrateSome(bdb, path, after)
+		n += done
+		if done == 0 {
+			break
+		}
+	}
+	if err == nil {
+		err = bdb.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte(bucketMeta)).Put([]byte(metaSchemaKey), []byte(strconv.Itoa(schemaVersion)))
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("cursor: migrating %s from store schema %d to %d: %w", path, from, schemaVersion, err)
+	}
+	log.Info("cursor: store migrated", "path", path, "from", from, "to", schemaVersion,
+		"registrations", n, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// migrateBatch is how many rows one transaction of migrate indexes.
+const migrateBatch = 20_000
+
+// migrateSome indexes up to migrateBatch rows after the id after, and
+// returns how many and the last id.
+func migrateSome(bdb *bolt.DB, path string, after []byte) (int, []byte, error) {
+	n, last := 0, after
+	err := bdb.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte(bucketRegistrations)).Cursor()
+		k, v := c.First()
+		if after != nil {
+			if k, v = c.Seek(after); bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && n < migrateBatch; k, v = c.Next() {
+			r, err := decodeRow(path, k, v, true)
+			if err != nil {
+				return err
+			}
+			if err := reindexV2(tx, &r.Registration); err != nil {
+				return err
+			}
+			n, last = n+1, bytes.Clone(k)
+		}
+		return nil
+	})
+	return n, last, err
 }
 
 func createLayout(tx *bolt.Tx) error {

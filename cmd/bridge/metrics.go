@@ -12,10 +12,10 @@ import (
 )
 
 // storeCollector reports registrations by namespace and state, and the
-// backlog behind their cursors, computed from the store at most every
-// storeScrapeEvery so frequent scrapes of a large store stay cheap.
+// backlog behind their cursors, read from the store at most every
+// storeScrapeEvery.
 type storeCollector struct {
-	store positionStore
+	store gaugeStore
 	// head is the journal stream's last sequence.
 	head func(context.Context) (uint64, error)
 
@@ -30,14 +30,16 @@ type storeCollector struct {
 
 const storeScrapeEvery = 10 * time.Second
 
-// positionStore is what the gauges read: every registration's position,
-// without decoding a Config, so a refresh over a hundred thousand
-// registrations is a walk of the file rather than half a second of JSON.
-type positionStore interface {
-	Positions(ctx context.Context, fn func(cursor.Position)) error
+// gaugeStore is what the gauges read: counts and sums the store keeps
+// beside the rows, so a scrape of a million registrations reads a few keys
+// rather than walking them all (a second of CPU, and every page of the
+// file made resident, each time).
+type gaugeStore interface {
+	Counts(ctx context.Context) (map[string]map[cursor.State]int, error)
+	Backlog(ctx context.Context, last uint64) (map[string]uint64, error)
 }
 
-func newStoreCollector(store positionStore, head func(context.Context) (uint64, error)) *storeCollector {
+func newStoreCollector(store gaugeStore, head func(context.Context) (uint64, error)) *storeCollector {
 	return &storeCollector{
 		store: store,
 		head:  head,
@@ -78,20 +80,27 @@ func (c *storeCollector) refresh() {
 			counts[[2]string{ns, string(st)}] = 0
 		}
 	}
-	last, headErr := c.head(ctx)
-	err := c.store.Positions(ctx, func(p cursor.Position) {
-		counts[[2]string{p.Namespace, string(p.State)}]++
-		if headErr == nil && p.State != cursor.Completed && last+1 > p.NextSeq {
-			behind[p.Namespace] += float64(last + 1 - p.NextSeq)
-		}
-	})
+	stored, err := c.store.Counts(ctx)
 	if err != nil {
 		return
 	}
-	if headErr != nil {
+	for ns, states := range stored {
+		for st, n := range states {
+			counts[[2]string{ns, string(st)}] = float64(n)
+		}
+	}
+	last, err := c.head(ctx)
+	var owed map[string]uint64
+	if err == nil {
+		owed, err = c.store.Backlog(ctx, last)
+	}
+	if err != nil {
 		// Without the stream's head the backlog is unknown: the last
 		// known one stands rather than a zero that would read as none.
 		behind = c.behind
+	}
+	for ns, n := range owed {
+		behind[ns] = float64(n)
 	}
 	c.counts, c.behind, c.at = counts, behind, time.Now()
 }
