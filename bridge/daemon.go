@@ -35,10 +35,10 @@ type Daemon struct {
 	wild    wildcards
 	log     *slog.Logger
 
-	// behind is the sequence the tail last (re)started following at, for
-	// the rewake loop; rewakeKick tells it a new one is set.
-	behindMu   sync.Mutex
-	behind     uint64
+	follow follow
+	// scan reads the messages of a gap the tail left (see follow).
+	scan Journal
+	// rewakeKick tells the rewake loop that the tail left a gap.
 	rewakeKick chan struct{}
 
 	flushEvery time.Duration
@@ -89,6 +89,7 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 	}
 	for _, w := range workers {
 		d.workers[w.ns] = w
+		d.scan = w.journal
 		w.advanced = d.kickFlush
 		w.recreated = d.checkIdentity
 		if d.identity != nil {
@@ -156,6 +157,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := d.loadMark(ctx); err != nil {
+		return err
+	}
 	if err := d.load(ctx); err != nil {
 		return err
 	}
@@ -169,6 +173,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Wait()
 	if err := d.store.Flush(context.Background()); err != nil {
 		return fmt.Errorf("flushing cursors at shutdown: %w", err)
+	}
+	if err := d.saveMark(context.Background()); err != nil {
+		// Only the next start's speed depends on it: without the mark it
+		// wakes every idle registration behind the tail.
+		d.log.Error("recording how far the stream was followed", "error", err)
 	}
 	return flushErr
 }
@@ -200,73 +209,16 @@ func (d *Daemon) tailLoop(ctx context.Context) {
 }
 
 // notified hands the registrations a new message woke to free turns, or
-// marks them woken. An empty subject says the tail (re)started following
-// the stream at seq: the rewake loop then wakes whoever may have missed a
-// message before it.
+// marks them woken. An empty subject says the tail (re)started announcing
+// at seq: the rewake loop wakes whoever the messages it skipped concern.
 func (d *Daemon) notified(subject string, seq uint64) {
 	if subject == "" {
-		d.behindMu.Lock()
-		d.behind = max(d.behind, seq)
-		d.behindMu.Unlock()
-		select {
-		case d.rewakeKick <- struct{}{}:
-		default:
-		}
+		d.follow.restarted(seq)
+		d.kickRewake()
 		return
 	}
-	start := func(id, ns string) {
-		if w := d.workers[ns]; w != nil {
-			w.startNow(id)
-		}
-	}
-	ctx := context.Background()
-	err := d.store.Routes(ctx, subject, start)
-	for _, f := range d.wild.matching(subject) {
-		err = errors.Join(err, d.store.Routes(ctx, f, start))
-	}
-	if err != nil {
-		// The registrations stay idle until the next message or restart;
-		// a store that cannot be read fails their turns anyway.
-		d.log.Error("looking up the registrations of a journal message", "subject", subject, "seq", seq, "error", err)
-	}
-}
-
-// rewakeLoop wakes, each time the tail (re)starts following the stream at
-// some sequence, every registration that may have missed a message before
-// it: those in a turn now (their turn may have judged them caught up just
-// before), and those idle in the store with a cursor behind it. Registrations
-// caught up past it hear of every message, so a restart behind a million
-// idle ones costs what the few behind need. A store that fails is retried.
-func (d *Daemon) rewakeLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-d.rewakeKick:
-		}
-		d.behindMu.Lock()
-		seq := d.behind
-		d.behindMu.Unlock()
-		for _, w := range d.workers {
-			w.sched.wakeInflight()
-		}
-		n, err := d.store.WakeBehind(ctx, seq)
-		for _, w := range d.workers {
-			w.sched.poke()
-		}
-		switch {
-		case err != nil && ctx.Err() == nil:
-			d.log.Error("waking registrations behind the journal's head failed; retrying", "seq", seq, "error", err)
-			time.AfterFunc(time.Second, func() {
-				select {
-				case d.rewakeKick <- struct{}{}:
-				default:
-				}
-			})
-		case n > 0:
-			d.log.Info("woke registrations whose cursor was behind the journal's head", "registrations", n, "seq", seq)
-		}
-	}
+	d.wakeSubject(context.Background(), subject, seq)
+	d.follow.announced(seq)
 }
 
 // wildcards are the distinct wildcard filters of active registrations:

@@ -85,6 +85,20 @@ func (s *scheduler) wakeInflight() {
 	s.mu.Unlock()
 }
 
+// pendingIDs returns every registration woken, deferred or in a turn: the
+// work a stop leaves that only memory knows of.
+func (s *scheduler) pendingIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.woken)+len(s.deferred)+len(s.inflight))
+	for _, m := range []map[string]struct{}{s.woken, s.deferred, s.inflight} {
+		for id := range m {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // promote moves deferred wakes back into the woken set, once per tick.
 func (s *scheduler) promote() {
 	s.mu.Lock()

@@ -176,5 +176,7 @@ type Store interface {
 	// below seq: those that may have missed messages while nothing
 	// followed the stream.
 	WakeBehind(ctx context.Context, seq uint64) (int, error)
+	// MakeDue makes the active ones among ids due at once.
+	MakeDue(ctx context.Context, ids []string) error
 	Close() error
 }

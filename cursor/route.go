@@ -84,6 +84,34 @@ func (db *DB) WakeBehind(ctx context.Context, seq uint64) (int, error) {
 	}
 }
 
+// MakeDue makes the active ones among ids due at once. A bridge stopping
+// calls it for the registrations it woke but did not serve, which only its
+// memory knew of, so the store alone tells the next start about them.
+func (db *DB) MakeDue(ctx context.Context, ids []string) error {
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), wakeBatch)]
+		ids = ids[len(batch):]
+		err := db.update(ctx, func(t *wtx) error {
+			now, wrote := db.now(), false
+			for _, id := range batch {
+				_, changed, err := db.wakeRow(t, id, now)
+				if err != nil {
+					return err
+				}
+				wrote = wrote || changed
+			}
+			if !wrote {
+				return errNoChange
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // wakeSome makes due up to wakeBatch idle rows below seq whose idle keys
 // follow after, and returns how many and the last key it read (nil when it
 // read none). Going on after that key, rather than from the start again,
@@ -98,17 +126,18 @@ func (db *DB) wakeSome(ctx context.Context, seq uint64, after []byte) (int, []by
 			return errNoChange
 		}
 		last = keys[len(keys)-1]
-		now := db.now()
+		now, wrote := db.now(), false
 		for _, k := range keys {
-			woke, err := db.wakeRow(t, string(k[len(keyPrefix(k))+stampLen:]), now)
+			woke, changed, err := db.wakeRow(t, string(k[len(keyPrefix(k))+stampLen:]), now)
 			if err != nil {
 				return err
 			}
 			if woke {
 				n++
 			}
+			wrote = wrote || changed
 		}
-		if n == 0 {
+		if !wrote {
 			return errNoChange
 		}
 		return nil
@@ -116,24 +145,31 @@ func (db *DB) wakeSome(ctx context.Context, seq uint64, after []byte) (int, []by
 	return n, last, err
 }
 
-// wakeRow makes id due at now, folding in its acknowledged progress.
-func (db *DB) wakeRow(t *wtx, id string, now time.Time) (bool, error) {
+// wakeRow makes id due at now when it is idle, folding in its
+// acknowledged progress first; a row backing off keeps its time. It
+// reports whether it woke the row, and changed whether it wrote it.
+func (db *DB) wakeRow(t *wtx, id string, now time.Time) (woke, changed bool, err error) {
 	old, ok, err := getRowState(t.Tx, id)
 	if err != nil {
-		db.log.Error("cursor: an idle registration cannot be read; it is not woken", "path", db.path, "id", id, "error", err)
-		return false, nil
+		db.log.Error("cursor: a registration to wake cannot be read; it is not woken", "path", db.path, "id", id, "error", err)
+		return false, false, nil
 	}
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
 	nw := old
 	if p, claimed := t.claim(id); claimed && p.inc == old.inc {
 		p.apply(&nw.Registration)
+		changed = true
 	}
-	if nw.State == Active {
+	if isIdle(&nw.Registration) {
 		nw.NextAttemptAt = now
+		woke, changed = true, true
 	}
-	return true, putRow(t.Tx, &old, &nw)
+	if !changed {
+		return false, false, nil
+	}
+	return woke, true, putRow(t.Tx, &old, &nw)
 }
 
 // idleBelow returns up to n idle-index keys after after whose NextSeq is

@@ -175,3 +175,35 @@ func TestOpenMigratesSchema1(t *testing.T) {
 		t.Fatalf("WakeBehind after migration woke %d (%v), want the idle one", n, err)
 	}
 }
+
+// MakeDue makes idle registrations due and leaves the others' times alone:
+// one backing off keeps its backoff, a parked one stays parked.
+func TestMakeDueWakesTheIdleOnly(t *testing.T) {
+	clk := newClock()
+	db, _ := open(t, cursor.WithClock(clk.Now))
+	ctx := context.Background()
+	for _, id := range []string{"idle", "backoff", "parked"} {
+		create(t, db, on(id, "outbox", "journal."+id))
+		advance(t, db, id, cursor.Progress{NextSeq: 5, Idle: true})
+	}
+	flush(t, db)
+	if err := db.Retry(ctx, "backoff", t0.Add(time.Hour), "503"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Park(ctx, "parked", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MakeDue(ctx, []string{"idle", "backoff", "parked", "missing"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, db, "idle").NextAttemptAt; !got.Equal(t0) {
+		t.Errorf("idle registration due at %v, want now (%v)", got, t0)
+	}
+	if got := get(t, db, "backoff").NextAttemptAt; !got.Equal(t0.Add(time.Hour)) {
+		t.Errorf("backing-off registration due at %v, want its backoff's end", got)
+	}
+	if r := get(t, db, "parked"); r.State != cursor.Parked || !r.NextAttemptAt.IsZero() {
+		t.Errorf("parked registration became %s due at %v", r.State, r.NextAttemptAt)
+	}
+	check(t, db)
+}
