@@ -237,7 +237,7 @@ func drainResult(o outcome, rounds []outcome, n int, bodyOnly bareRun) result {
 		}
 		all = fmt.Sprintf("; median of %d rounds: %s", len(rounds), strings.Join(ratios, ", "))
 	}
-	return result{name: d.name, figure: d.rate,
+	return result{name: d.name, figure: d.rate, vsBare: d.rate / best,
 		rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " POST/s", ratio: ratio(d.rate, best),
 			target: "≥ 0.80 × bare", met: yesNo(d.rate >= 0.80*best)}},
 		line: fmt.Sprintf("%s: ratio %s%s — bridge drained %s msgs in %v (%.0f msg/s%s), bare sequential POST loop with the bridge's headers %s; with a Content-Type only %.0f POST/s (ratio %s); CPU per message: bridge %s (%.1f s while draining), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
@@ -551,7 +551,7 @@ func (b *bench) fanOut(ctx context.Context, v variant) result {
 		return v.failed(err)
 	}
 	best := bare.best()
-	return result{name: v.name, figure: rate,
+	return result{name: v.name, figure: rate, vsBare: rate / best,
 		rows: []row{
 			{what: v.what, bridge: count(rate), baseline: count(best) + " POST/s", ratio: ratio(rate, best),
 				target: "≥ 0.70 × bare", met: yesNo(rate >= 0.70*best)},
