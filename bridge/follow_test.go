@@ -72,15 +72,19 @@ func TestRestartAfterACleanStopWakesOnlyWhomNewMessagesConcern(t *testing.T) {
 		e.register(fmt.Sprintf("r%d", i), rc.URL, fmt.Sprintf("journal.quiet.%d", i))
 	}
 	stop := startDaemon(t, e, e.reader)
-	e.publish("journal.quiet.3", "first")
 	waitUntil(t, "every registration idle", func() bool {
 		for i := range n {
 			if !e.get(fmt.Sprintf("r%d", i)).NextAttemptAt.IsZero() {
 				return false
 			}
 		}
-		return len(rc.bodies()) == 1
+		return true
 	})
+	// Only the tail (or the wake at its start) reaches an idle
+	// registration: once this arrives, the daemon follows the stream.
+	e.publish("journal.quiet.3", "first")
+	waitUntil(t, "a message to an idle registration", func() bool { return len(rc.bodies()) == 1 })
+	time.Sleep(200 * time.Millisecond) // the wake at the tail's start ends
 	stop()
 
 	// Published while no bridge runs, on two of the forty subjects, and
