@@ -16,11 +16,12 @@ import (
 // survive reconnects by itself and return only when ctx ends.
 //
 // Whenever it starts watching — first, and after any restart — it calls
-// notify with an empty subject before anything else, once it has looked at
-// the stream's head: what was stored before that look was never reported,
-// and the daemon wakes every registration then. Waking them any earlier
-// would leave a registration that went idle just before the look waiting
-// for the next message on its filter.
+// notify with an empty subject and the first sequence it will report,
+// before anything else, once it has looked at the stream's head: what was
+// stored before that look was never reported, and the daemon then wakes
+// the registrations those messages concern (see follow). Waking them any
+// earlier would leave a registration that went idle just before the look
+// waiting for the next message on its filter.
 type Tailer interface {
 	Tail(ctx context.Context, notify func(subject string, seq uint64)) error
 }
@@ -193,9 +194,9 @@ func (d *Daemon) load(ctx context.Context) error {
 	return nil
 }
 
-// tailLoop wakes registrations as their messages land, and all of them
-// when the tail (re)starts. The tail survives reconnects itself; an error
-// here is logged and the tail restarted.
+// tailLoop wakes registrations as their messages land, and those of the
+// messages it skipped when the tail (re)starts. The tail survives
+// reconnects itself; an error here is logged and the tail restarted.
 func (d *Daemon) tailLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := d.tail.Tail(ctx, d.notified); err != nil && ctx.Err() == nil {
