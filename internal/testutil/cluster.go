@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ type NATSCluster struct {
 	t       testing.TB
 	Servers []*server.Server // nil while stopped
 	dirs    []string
-	ports   []int // client ports, fixed after the first start so clients reconnect
+	ports   []int // client ports, kept across restarts so clients reconnect
 	routes  []int // cluster (route) ports
 }
 
@@ -33,42 +35,76 @@ func Cluster(t testing.TB, n int) *NATSCluster {
 	if n < 1 {
 		t.Fatalf("Cluster: n = %d, want at least 1", n)
 	}
+	ports := freePorts(t, 2*n)
 	c := &NATSCluster{t: t, Servers: make([]*server.Server, n), dirs: make([]string, n),
-		ports: make([]int, n), routes: freePorts(t, n)}
-	t.Cleanup(c.stopAll)
+		ports: ports[:n], routes: ports[n:]}
 	for i := range n {
 		c.dirs[i] = t.TempDir()
-		c.ports[i] = -1
+	}
+	t.Cleanup(c.stopAll) // before the stores are removed: cleanups run last first
+	for i := range n {
 		c.start(i)
 	}
 	c.waitReady()
 	return c
 }
 
-// freePorts reserves n distinct loopback ports and frees them for the
-// servers' route listeners. JetStream clustering needs every route known
-// before the servers start, so the ports cannot be left to the servers.
+// freePorts finds n distinct free loopback ports below the kernel's
+// ephemeral range (32768 up on Linux), where the connections servers dial
+// and the ports other tests let the kernel choose cannot land on them
+// between the check and the server's listen. JetStream clustering needs
+// every route known before the servers start, so the servers cannot
+// choose their own.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no %d free loopback ports in [%d, %d)", n, portsFrom, portsTo)
 		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+		p := portsFrom + rand.IntN(portsTo-portsFrom)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil || slices.Contains(ports, p) {
+			continue
+		}
+		l.Close()
+		ports = append(ports, p)
 	}
 	return ports
 }
 
+const portsFrom, portsTo = 20000, 32768
+
+// start starts node i, on new ports if its own turn out to be taken
+// (another process's listener), at most three times.
 func (c *NATSCluster) start(i int) {
 	c.t.Helper()
+	for try := 1; ; try++ {
+		srv, err := server.NewServer(c.options(i))
+		if err != nil {
+			c.t.Fatalf("nats-server %d: %v", i+1, err)
+		}
+		srv.Start()
+		if srv.ReadyForConnections(clusterReady / 3) {
+			c.Servers[i] = srv
+			return
+		}
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		if try == 3 {
+			c.t.Fatalf("nats-server %d did not accept connections within %v, three times", i+1, clusterReady/3)
+		}
+		p := freePorts(c.t, 2)
+		c.ports[i], c.routes[i] = p[0], p[1]
+	}
+}
+
+func (c *NATSCluster) options(i int) *server.Options {
 	routes := make([]string, len(c.routes))
 	for j, p := range c.routes {
 		routes[j] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
 	}
-	srv, err := server.NewServer(&server.Options{
+	return &server.Options{
 		ServerName: fmt.Sprintf("S-%d", i+1),
 		Host:       "127.0.0.1",
 		Port:       c.ports[i],
@@ -78,16 +114,7 @@ func (c *NATSCluster) start(i int) {
 		NoSigs:     true,
 		Cluster:    server.ClusterOpts{Name: "bridge-test", Host: "127.0.0.1", Port: c.routes[i]},
 		Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
-	})
-	if err != nil {
-		c.t.Fatalf("nats-server %d: %v", i+1, err)
 	}
-	srv.Start()
-	if !srv.ReadyForConnections(clusterReady) {
-		c.t.Fatalf("nats-server %d did not accept connections within %v", i+1, clusterReady)
-	}
-	c.ports[i] = srv.Addr().(*net.TCPAddr).Port
-	c.Servers[i] = srv
 }
 
 // ClientURLs lists every node's client URL, comma-separated, for
