@@ -1,0 +1,244 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
+)
+
+// ShardOf is part of the stored layout: its values never change (FNV-1a
+// 64 and splitmix64's finaliser, computed apart).
+func TestShardOfIsStable(t *testing.T) {
+	for id, want := range map[string]int{"orders": 41, "a": 56, "": 27} {
+		if got := ShardOf(id, 64); got != want {
+			t.Errorf("ShardOf(%q, 64) = %d, want %d", id, got, want)
+		}
+	}
+	for i := range 1000 {
+		if s := ShardOf(fmt.Sprint(i), 7); s < 0 || s >= 7 {
+			t.Fatalf("ShardOf(%d, 7) = %d, outside [0, 7)", i, s)
+		}
+	}
+}
+
+// Every member computes the same split from any order of the same list:
+// each shard has one owner, and each member an equal share ±1.
+func TestSplitIsOneFairAnswer(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("bridge-%d", i))
+		}
+		count := make([]int, testShards)
+		for _, self := range names {
+			mine := split(testShards, self, names)
+			rev := slices.Clone(names)
+			slices.Reverse(rev)
+			if other := split(testShards, self, rev); !equalSets(mine, other) {
+				t.Fatalf("%d members: %s's split depends on the list's order", n, self)
+			}
+			if lo, hi := testShards/n, (testShards+n-1)/n; len(mine) < lo || len(mine) > hi {
+				t.Errorf("%d members: %s holds %d shards, want %d to %d", n, self, len(mine), lo, hi)
+			}
+			for s := range mine {
+				count[s]++
+			}
+		}
+		for s, c := range count {
+			if c != 1 {
+				t.Fatalf("%d members: shard %d has %d owners", n, s, c)
+			}
+		}
+	}
+}
+
+func equalSets(a, b map[int]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "Config.Instance is empty"},
+		{Config{Instance: "a.b"}, `Config.Instance "a.b"`},
+		{Config{Instance: "a", Bucket: "x y"}, `Config.Bucket "x y"`},
+		{Config{Instance: "a", Shards: -1}, "Config.Shards -1"},
+		{Config{Instance: "a", TTL: time.Millisecond}, "Config.TTL 1ms"},
+		{Config{Instance: "a", Replicas: 7}, "Config.Replicas 7"},
+	} {
+		_, err := Join(context.Background(), nil, tc.cfg)
+		wantErr(t, fmt.Sprintf("Join(%+v)", tc.cfg), err, tc.want)
+	}
+}
+
+// One server cannot hold three replicas, and a bucket made with one TTL
+// refuses members counting another.
+func TestJoinRefusesWhatTheServerCannotKeep(t *testing.T) {
+	srv := testutil.NATS(t, t.TempDir(), -1)
+	js := connect(t, srv.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Join(ctx, js, Config{Instance: "a", Bucket: "T", TTL: testTTL})
+	wantErr(t, "R3 on one server", err, "--kv-replicas 3 but the NATS cluster has 1 server")
+	m, err := Join(ctx, js, Config{Instance: "a", Bucket: "T", TTL: testTTL, Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeMember(t, m)
+	_, err = Join(ctx, js, Config{Instance: "b", Bucket: "T", TTL: 3 * time.Second, Replicas: 1})
+	wantErr(t, "TTL mismatch", err, "bucket T_members keeps keys 2s but the lease TTL is 3s")
+}
+
+// Three bridges starting together on a fresh cluster create the buckets
+// once, own every shard between them fairly, and list each other.
+func TestThreeMembersOwnEveryShard(t *testing.T) {
+	c, ms := threeMembers(t)
+	for _, m := range ms {
+		select { // signalled at the end of the round that took them
+		case <-m.Changes():
+		case <-time.After(testTTL):
+			t.Errorf("%s: no change signalled after taking shards", m.cfg.Instance)
+		}
+		if st := m.Stats(); st.Held != len(m.Shards()) || st.Takeovers < uint64(st.Held) {
+			t.Errorf("%s: stats %+v, holding %d", m.cfg.Instance, st, len(m.Shards()))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	infos, err := ms[0].Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	for i, info := range infos {
+		want := fmt.Sprintf("m%d", i+1)
+		if info.Name != want || info.Since.IsZero() || !slices.Equal(info.Shards, ms[i].Shards()) {
+			t.Errorf("member %d: %+v, want %s since its join holding %v", i, info, want, ms[i].Shards())
+		}
+		total += len(info.Shards)
+	}
+	if len(infos) != 3 || total != testShards {
+		t.Errorf("Members lists %d members holding %d shards, want 3 holding %d", len(infos), total, testShards)
+	}
+
+	_, err = Join(ctx, connect(t, c.ClientURLs()), Config{Instance: "m9", Bucket: "T5", TTL: testTTL, Replicas: 5})
+	wantErr(t, "R5 on three servers", err, "--kv-replicas 5 but the NATS cluster has 3 servers")
+}
+
+// A member that closes hands its shards over at once and frees its name.
+func TestCloseHandsOverAtOnce(t *testing.T) {
+	c, ms := threeMembers(t)
+	closeMember(t, ms[2])
+	if s := ms[2].Shards(); len(s) != 0 {
+		t.Errorf("closed member still owns %v", s)
+	}
+	// CONTRACT §6: another live owner within 1 s of the exit, whatever the TTL.
+	took := eventually(t, time.Second, "the two left own every shard", func() bool { return fair(ms[:2]) })
+	t.Logf("shards handed over %v after Close (TTL %v)", took, testTTL)
+	again := join(t, c, testConfig("m3"))
+	eventually(t, 2*testTTL, "the name closed rejoins and gets its share back", func() bool {
+		return fair([]*Member{ms[0], ms[1], again})
+	})
+}
+
+// A paused member stops claiming its shards before its leases can expire,
+// and the others take them within 2 × TTL.
+func TestStalledMemberIsReplaced(t *testing.T) {
+	c := testutil.Cluster(t, 3)
+	ms := joinAll(t, c, 2)
+	stall := make(chan struct{})
+	cfg := testConfig("m3")
+	cfg.stalled = stall
+	ms = append(ms, join(t, c, cfg))
+	guard(t, ms...)
+	eventually(t, 2*testTTL, "a fair split of three", func() bool { return fair(ms) })
+	stalledAt := time.Now()
+	close(stall)
+	quiet := eventually(t, testTTL, "the stalled member owns nothing", func() bool { return len(ms[2].Shards()) == 0 })
+	took := eventually(t, 2*testTTL-time.Since(stalledAt), "the others own every shard", func() bool { return fair(ms[:2]) })
+	t.Logf("stalled member silent after %v, shards taken over %v after the stall (TTL %v)", quiet, took+quiet, testTTL)
+	if st := ms[0].Stats(); st.Takeovers == 0 {
+		t.Errorf("m1 took shards but counts no takeover: %+v", st)
+	}
+}
+
+// A second live member with one name is refused, naming it; the name is
+// free again once the first closes.
+func TestSameNameIsRefused(t *testing.T) {
+	c := testutil.Cluster(t, 3)
+	first := join(t, c, testConfig("bridge-a"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := connect(t, c.ClientURLs())
+	_, err := Join(ctx, js, testConfig("bridge-a"))
+	if !errors.Is(err, ErrInstanceTaken) || !strings.Contains(err.Error(), `"bridge-a"`) {
+		t.Fatalf("second bridge-a: %v, want ErrInstanceTaken naming it", err)
+	}
+	closeMember(t, first)
+	second, err := Join(ctx, js, testConfig("bridge-a"))
+	if err != nil {
+		t.Fatalf("bridge-a after the first closed: %v", err)
+	}
+	closeMember(t, second)
+}
+
+// A fourth member joining gets a fair share within 2 × TTL.
+func TestFourthMemberGetsFairShare(t *testing.T) {
+	c := testutil.Cluster(t, 3)
+	ms := joinAll(t, c, 3)
+	eventually(t, 2*testTTL, "a fair split of three", func() bool { return fair(ms) })
+	ms = append(ms, join(t, c, testConfig("m4")))
+	guard(t, ms...)
+	took := eventually(t, 2*testTTL, "a fair split of four", func() bool { return fair(ms) })
+	t.Logf("fourth member holds %d shards %v after joining", len(ms[3].Shards()), took)
+}
+
+// The node leading the leases stream dies: after the election every shard
+// is owned again, never by two members at once. Renewals may fail for the
+// election's seconds, which is why the TTL must exceed an election.
+func TestLeasesContinueAfterLeaderLoss(t *testing.T) {
+	c, ms := threeMembers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := connect(t, c.ClientURLs()).Stream(ctx, "KV_T_leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := c.Index(info.Cluster.Leader)
+	if leader < 0 {
+		t.Fatalf("leases stream leader %q is none of the servers", info.Cluster.Leader)
+	}
+	c.Stop(leader)
+	stopped := time.Now()
+	// Owns lapses within a TTL without renewals: a split still whole a TTL
+	// after the loss has been renewed through the new leader.
+	took := eventually(t, 30*time.Second, "every shard owned again after the election", func() bool {
+		return time.Since(stopped) > testTTL && fair(ms)
+	})
+	var failed uint64
+	for _, m := range ms {
+		failed += m.Stats().RenewalsFailed
+	}
+	t.Logf("split whole %v after stopping %s; %d renewals failed meanwhile", took, info.Cluster.Leader, failed)
+	c.Restart(leader)
+}
