@@ -148,6 +148,8 @@ func TestCloseHandsOverAtOnce(t *testing.T) {
 	if s := ms[2].Shards(); len(s) != 0 {
 		t.Errorf("closed member still owns %v", s)
 	}
+	for range ms[2].Changes() { // a last signal, then closed
+	}
 	// CONTRACT §6: another live owner within 1 s of the exit, whatever the TTL.
 	took := eventually(t, time.Second, "the two left own every shard", func() bool { return fair(ms[:2]) })
 	t.Logf("shards handed over %v after Close (TTL %v)", took, testTTL)
@@ -176,6 +178,17 @@ func TestStalledMemberIsReplaced(t *testing.T) {
 	if st := ms[0].Stats(); st.Takeovers == 0 {
 		t.Errorf("m1 took shards but counts no takeover: %+v", st)
 	}
+	js := connect(t, c.ClientURLs())
+	var again *Member
+	eventually(t, 2*testTTL-time.Since(stalledAt), "the stalled member's name free again", func() bool {
+		m, err := Join(context.Background(), js, testConfig("m3"))
+		if err != nil && !errors.Is(err, ErrInstanceTaken) {
+			t.Fatalf("join m3 again: %v", err)
+		}
+		again = m
+		return err == nil
+	})
+	closeMember(t, again)
 }
 
 // A second live member with one name is refused, naming it; the name is
