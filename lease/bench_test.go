@@ -21,7 +21,7 @@ func benchLeases(b *testing.B) jetstream.KeyValue {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kv, err := bucket(ctx, connect(b, c.ClientURLs()), cfg, "leases")
+	kv, err := bucket(ctx, testutil.JetStream(b, c.ClientURLs()), cfg, "leases")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/internal/testutil"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 )
 
@@ -23,21 +21,6 @@ const (
 	testShards = 64
 )
 
-// connect opens a client that follows the cluster through node losses.
-func connect(t testing.TB, urls string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatalf("connect %s: %v", urls, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 func testConfig(name string) Config {
 	return Config{Instance: name, Bucket: "T", Shards: testShards, TTL: testTTL}
 }
@@ -47,7 +30,7 @@ func join(t testing.TB, c *testutil.NATSCluster, cfg Config) *Member {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := Join(ctx, connect(t, c.ClientURLs()), cfg)
+	m, err := Join(ctx, testutil.JetStream(t, c.ClientURLs()), cfg)
 	if err != nil {
 		t.Fatalf("join %s: %v", cfg.Instance, err)
 	}

@@ -91,7 +91,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 // refuses members counting another.
 func TestJoinRefusesWhatTheServerCannotKeep(t *testing.T) {
 	srv := testutil.NATS(t, t.TempDir(), -1)
-	js := connect(t, srv.ClientURL())
+	js := testutil.JetStream(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := Join(ctx, js, Config{Instance: "a", Bucket: "T", TTL: testTTL})
@@ -137,7 +137,7 @@ func TestThreeMembersOwnEveryShard(t *testing.T) {
 		t.Errorf("Members lists %d members holding %d shards, want 3 holding %d", len(infos), total, testShards)
 	}
 
-	_, err = Join(ctx, connect(t, c.ClientURLs()), Config{Instance: "m9", Bucket: "T5", TTL: testTTL, Replicas: 5})
+	_, err = Join(ctx, testutil.JetStream(t, c.ClientURLs()), Config{Instance: "m9", Bucket: "T5", TTL: testTTL, Replicas: 5})
 	wantErr(t, "R5 on three servers", err, "--kv-replicas 5 but the NATS cluster has 3 servers")
 }
 
@@ -178,7 +178,7 @@ func TestStalledMemberIsReplaced(t *testing.T) {
 	if st := ms[0].Stats(); st.Takeovers == 0 {
 		t.Errorf("m1 took shards but counts no takeover: %+v", st)
 	}
-	js := connect(t, c.ClientURLs())
+	js := testutil.JetStream(t, c.ClientURLs())
 	var again *Member
 	eventually(t, 2*testTTL-time.Since(stalledAt), "the stalled member's name free again", func() bool {
 		m, err := Join(context.Background(), js, testConfig("m3"))
@@ -198,7 +198,7 @@ func TestSameNameIsRefused(t *testing.T) {
 	first := join(t, c, testConfig("bridge-a"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js := connect(t, c.ClientURLs())
+	js := testutil.JetStream(t, c.ClientURLs())
 	_, err := Join(ctx, js, testConfig("bridge-a"))
 	if !errors.Is(err, ErrInstanceTaken) || !strings.Contains(err.Error(), `"bridge-a"`) {
 		t.Fatalf("second bridge-a: %v, want ErrInstanceTaken naming it", err)
@@ -229,7 +229,7 @@ func TestLeasesContinueAfterLeaderLoss(t *testing.T) {
 	c, ms := threeMembers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := connect(t, c.ClientURLs()).Stream(ctx, "KV_T_leases")
+	s, err := testutil.JetStream(t, c.ClientURLs()).Stream(ctx, "KV_T_leases")
 	if err != nil {
 		t.Fatal(err)
 	}

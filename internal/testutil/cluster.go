@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clusterReady bounds every wait for a cluster to form or re-form: meta
@@ -125,6 +127,23 @@ func (c *NATSCluster) ClientURLs() string {
 		urls[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
 	return strings.Join(urls, ",")
+}
+
+// JetStream connects to urls (one server's or ClientURLs) and closes the
+// connection when the test ends. It reconnects without limit, quickly, so
+// a client follows a cluster through the loss of the node it was on.
+func JetStream(t testing.TB, urls string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect %s: %v", urls, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return js
 }
 
 // Stop shuts node i down, keeping its store for Restart.
