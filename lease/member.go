@@ -98,7 +98,7 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 		return nil, err
 	}
 	err = retry(ctx, cfg.Logger, "member key "+cfg.Instance, func(ctx context.Context) error {
-		rev, err := m.members.Create(ctx, cfg.Instance, m.value)
+		rev, err := m.renewName(ctx, 0)
 		if conflict(err) {
 			return errPermanent{fmt.Errorf("lease: %w: %q (free again %v after that member's last contact)", ErrInstanceTaken, cfg.Instance, cfg.TTL)}
 		}

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -111,37 +112,50 @@ func (m *Member) signal() {
 
 // keepName renews the member key, or takes it again after it expired
 // (a pause longer than the TTL). While another live member has the name
-// this one holds nothing.
+// this one holds nothing; a renewal unanswered changes nothing.
 func (m *Member) keepName(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.TTL/8)
 	defer cancel()
 	m.mu.Lock()
 	rev := m.memberRev
 	m.mu.Unlock()
-	var err error
-	if rev != 0 {
-		if rev, err = m.members.Update(ctx, m.cfg.Instance, m.value, rev); conflict(err) {
-			m.cfg.Logger.Warn("lease: member key expired; registering again", "instance", m.cfg.Instance)
-			rev = 0
-		}
-	}
-	if rev == 0 {
-		if rev, err = m.members.Create(ctx, m.cfg.Instance, m.value); conflict(err) {
-			m.cfg.Logger.Error("lease: instance name taken by another live member; holding no shards", "instance", m.cfg.Instance)
-		}
-	}
+	next, err := m.renewName(ctx, rev)
 	switch {
 	case err == nil:
-		m.mu.Lock()
-		m.memberRev = rev
-		m.mu.Unlock()
 	case conflict(err):
-		m.mu.Lock()
-		m.memberRev = 0
-		m.mu.Unlock()
-	case ctx.Err() == nil:
-		m.cfg.Logger.Warn("lease: renewing member key failed", "instance", m.cfg.Instance, "err", err)
+		m.cfg.Logger.Error("lease: instance name taken by another live member; holding no shards", "instance", m.cfg.Instance)
+		next = 0
+	default:
+		if ctx.Err() == nil {
+			m.cfg.Logger.Warn("lease: renewing member key failed", "instance", m.cfg.Instance, "err", err)
+		}
+		return
 	}
+	m.mu.Lock()
+	m.memberRev = next
+	m.mu.Unlock()
+}
+
+// renewName updates the member key from rev, or creates it (rev 0, or
+// rev refused because the key expired). A key holding this member's own
+// value (a write whose answer was lost) is adopted by a checked update:
+// the value carries the join's time to the nanosecond, so no other
+// process has it.
+func (m *Member) renewName(ctx context.Context, rev uint64) (uint64, error) {
+	if rev != 0 {
+		next, err := m.members.Update(ctx, m.cfg.Instance, m.value, rev)
+		if !conflict(err) {
+			return next, err
+		}
+		m.cfg.Logger.Warn("lease: member key expired; registering again", "instance", m.cfg.Instance)
+	}
+	next, err := m.members.Create(ctx, m.cfg.Instance, m.value)
+	if conflict(err) {
+		if e, gerr := m.members.Get(ctx, m.cfg.Instance); gerr == nil && bytes.Equal(e.Value(), m.value) {
+			return m.members.Update(ctx, m.cfg.Instance, m.value, e.Revision())
+		}
+	}
+	return next, err
 }
 
 // write is one lease write of a round; rev is the revision it expects
