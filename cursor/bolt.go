@@ -171,27 +171,7 @@ func (db *DB) haltFlusher() {
 
 func (db *DB) runFlusher(ctx context.Context, every time.Duration) {
 	defer close(db.flusherDone)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := db.Flush(ctx)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return
-		case err != nil && !failing:
-			db.log.Error("cursor: flush failing; acknowledged progress is kept in memory and retried",
-				"path", db.path, "pending", db.Pending(), "error", err)
-		case err == nil && failing:
-			db.log.Info("cursor: flush recovered", "path", db.path)
-		}
-		failing = err != nil
-	}
+	FlushEvery(ctx, every, db.Flush, db.Pending, db.log, "path", db.path)
 }
 
 // GetMeta returns the value PutMeta stored under key, or nil when there is

@@ -27,10 +27,10 @@ func (db *DB) CreateMany(ctx context.Context, rs []Registration) error {
 	now := db.now()
 	rows := make([]Registration, len(rs))
 	for i := range rs {
-		if err := checkNew(&rs[i], nil); err != nil {
+		if err := CheckNew(&rs[i], nil); err != nil {
 			return err
 		}
-		rows[i] = fresh(rs[i], now)
+		rows[i] = Fresh(rs[i], now)
 	}
 	return db.update(ctx, func(t *wtx) error {
 		for i := range rows {

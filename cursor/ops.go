@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -19,9 +18,6 @@ const (
 	// 32 KiB key limit; the admin API allows much less.
 	maxIDLen        = 1024
 	maxNamespaceLen = 255
-	// maxLastError bounds the stored error so a receiver echoing a large
-	// body cannot grow every write of its row.
-	maxLastError = 4096
 )
 
 // idemRecord is what an Idempotency-Key remembers: the request it was used
@@ -37,7 +33,10 @@ type idemRecord struct {
 
 func notFound(id string) error { return fmt.Errorf("cursor: registration %q: %w", id, ErrNotFound) }
 
-func checkID(id string) error {
+// CheckID refuses an id no store keeps: empty, or longer than any index
+// key may be. Every Store implementation checks ids with it, so one id is
+// valid in all of them.
+func CheckID(id string) error {
 	switch {
 	case id == "":
 		return errors.New("cursor: registration id is empty")
@@ -47,8 +46,10 @@ func checkID(id string) error {
 	return nil
 }
 
-func checkNew(r *Registration, idem *Idempotency) error {
-	if err := checkID(r.ID); err != nil {
+// CheckNew refuses a registration (and idempotency key) Create cannot
+// store, with an error naming the problem.
+func CheckNew(r *Registration, idem *Idempotency) error {
+	if err := CheckID(r.ID); err != nil {
 		return err
 	}
 	switch {
@@ -79,11 +80,11 @@ func checkNew(r *Registration, idem *Idempotency) error {
 // same key with another hash is ErrIdempotencyConflict. A create that fails
 // stores nothing of the key, so the client may retry it.
 func (db *DB) Create(ctx context.Context, r Registration, idem *Idempotency) (Registration, []byte, error) {
-	if err := checkNew(&r, idem); err != nil {
+	if err := CheckNew(&r, idem); err != nil {
 		return Registration{}, nil, err
 	}
 	now := db.now()
-	r = fresh(r, now)
+	r = Fresh(r, now)
 	var out Registration
 	var answer []byte
 	err := db.grouped(ctx, func(t *wtx) error {
@@ -110,28 +111,6 @@ func (db *DB) Create(ctx context.Context, r Registration, idem *Idempotency) (Re
 		return Registration{}, nil, err
 	}
 	return out, answer, nil
-}
-
-// fresh is r as a new registration created at now.
-func fresh(r Registration, now time.Time) Registration {
-	r.State = Active
-	r.Attempts = 0
-	r.LastError = ""
-	r.Delivered = 0
-	r.CreatedAt = now
-	r.UpdatedAt = now
-	r.CompletedAt = time.Time{}
-	r.NextAttemptAt = dueAt(r.NextAttemptAt, now)
-	return r
-}
-
-// dueAt is when a registration scheduled for at becomes due: at, or now when
-// at is zero, so no write meant to schedule a row can leave it idle.
-func dueAt(at, now time.Time) time.Time {
-	if at.IsZero() {
-		return now
-	}
-	return at.UTC()
 }
 
 func insert(tx *bolt.Tx, r *Registration, idem *Idempotency, now time.Time) ([]byte, error) {
@@ -198,7 +177,7 @@ func (db *DB) replayed(tx *bolt.Tx, rec idemRecord) Registration {
 // and stores it when anything changed. Without full, the Config is neither
 // decoded nor passed to change, and the Registration returned lacks it.
 func (db *DB) mutate(ctx context.Context, id string, full bool, change func(r *Registration, now time.Time) (bool, error)) (Registration, error) {
-	if err := checkID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return Registration{}, err
 	}
 	var out Registration
@@ -244,20 +223,7 @@ func (db *DB) mutate(ctx context.Context, id string, full bool, change func(r *R
 // but not another namespace.
 func (db *DB) Replace(ctx context.Context, c Config, at time.Time) (Registration, error) {
 	return db.mutate(ctx, c.ID, true, func(r *Registration, now time.Time) (bool, error) {
-		if c.Namespace != "" && c.Namespace != r.Namespace {
-			return false, fmt.Errorf("cursor: replace %q: cannot move it from namespace %q to %q",
-				r.ID, r.Namespace, c.Namespace)
-		}
-		nc := c // c stays as given: a group may run this again (see grouped)
-		nc.Namespace = r.Namespace
-		r.Config = nc
-		if r.State != Completed {
-			r.State = Active
-			r.Attempts = 0
-			r.LastError = ""
-			r.NextAttemptAt = dueAt(at, now)
-		}
-		return true, nil
+		return true, ApplyReplace(r, c, at, now)
 	})
 }
 
@@ -266,11 +232,7 @@ func (db *DB) Replace(ctx context.Context, c Config, at time.Time) (Registration
 // scheduled.
 func (db *DB) Retry(ctx context.Context, id string, next time.Time, lastErr string) error {
 	_, err := db.mutate(ctx, id, false, func(r *Registration, now time.Time) (bool, error) {
-		r.Attempts++
-		r.LastError = clip(lastErr)
-		if r.State == Active {
-			r.NextAttemptAt = dueAt(next, now)
-		}
+		ApplyRetry(r, next, now, lastErr)
 		return true, nil
 	})
 	return err
@@ -281,14 +243,7 @@ func (db *DB) Retry(ctx context.Context, id string, next time.Time, lastErr stri
 // completed registration is left as it is.
 func (db *DB) Park(ctx context.Context, id string, lastErr string) error {
 	_, err := db.mutate(ctx, id, false, func(r *Registration, _ time.Time) (bool, error) {
-		if r.State == Completed {
-			return false, nil
-		}
-		r.State = Parked
-		r.Attempts++
-		r.LastError = clip(lastErr)
-		r.NextAttemptAt = time.Time{}
-		return true, nil
+		return ApplyPark(r, lastErr), nil
 	})
 	return err
 }
@@ -299,15 +254,8 @@ func (db *DB) Park(ctx context.Context, id string, lastErr string) error {
 func (db *DB) Unpark(ctx context.Context, id string, at time.Time) (bool, error) {
 	unparked := false
 	_, err := db.mutate(ctx, id, false, func(r *Registration, now time.Time) (bool, error) {
-		unparked = r.State == Parked
-		if !unparked {
-			return false, nil
-		}
-		r.State = Active
-		r.Attempts = 0
-		r.LastError = ""
-		r.NextAttemptAt = dueAt(at, now)
-		return true, nil
+		unparked = ApplyUnpark(r, at, now) // set afresh: a group may run this again
+		return unparked, nil
 	})
 	return err == nil && unparked, err
 }
@@ -320,12 +268,7 @@ func (db *DB) Unpark(ctx context.Context, id string, at time.Time) (bool, error)
 // cursor afterwards.
 func (db *DB) Rewind(ctx context.Context, id string, seq uint64, at time.Time) (Registration, error) {
 	return db.mutate(ctx, id, true, func(r *Registration, now time.Time) (bool, error) {
-		r.NextSeq = seq
-		r.Attempts = 0
-		if r.State == Active {
-			r.LastError = ""
-			r.NextAttemptAt = dueAt(at, now)
-		}
+		ApplyRewind(r, seq, at, now)
 		return true, nil
 	})
 }
@@ -334,7 +277,7 @@ func (db *DB) Rewind(ctx context.Context, id string, seq uint64, at time.Time) (
 // missing one is not an error. Its idempotency key stays until Purge, so a
 // late retry of its create replays instead of creating it again.
 func (db *DB) Delete(ctx context.Context, id string) error {
-	if err := checkID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return err
 	}
 	return db.grouped(ctx, func(t *wtx) error {
@@ -436,17 +379,4 @@ func (db *DB) Flush(ctx context.Context) error {
 			len(unreadable), errors.Join(unreadable...))
 	}
 	return nil
-}
-
-// clip bounds an error message to maxLastError bytes without splitting a
-// UTF-8 sequence.
-func clip(s string) string {
-	if len(s) <= maxLastError {
-		return s
-	}
-	cut := maxLastError
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

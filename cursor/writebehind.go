@@ -21,47 +21,25 @@ type progress struct {
 	at time.Time
 }
 
-// then merges the older progress p with the newer q: the cursor is the
-// larger, counts add up, the latest Advance says whether the row is idle,
-// and completion, once acknowledged, stays.
+// public is p as the exported Progress the transitions take.
+func (p progress) public() Progress {
+	return Progress{NextSeq: p.nextSeq, Delivered: p.delivered, Idle: p.idle, Complete: p.complete}
+}
+
+// then merges the older progress p with the newer q (see Progress.Then);
+// progress of another incarnation is replaced, never merged.
 func (p progress) then(q progress) progress {
 	if p.inc != q.inc {
 		return q
 	}
-	q.nextSeq = max(p.nextSeq, q.nextSeq)
-	q.delivered += p.delivered
-	q.complete = q.complete || p.complete
+	m := p.public().Then(q.public())
+	q.nextSeq, q.delivered, q.complete = m.NextSeq, m.Delivered, m.Complete
 	return q
 }
 
-// apply folds p into r, whose incarnation the caller has matched.
-//
-// The cursor and the delivered count move in every state. Completion moves
-// an active or parked row to Completed. On an active row the failure count
-// clears, and the row leaves the due index when idle or stays due (at p.at
-// when it was idle before) when not.
-func (p progress) apply(r *Registration) {
-	r.NextSeq = max(r.NextSeq, p.nextSeq)
-	r.Delivered += p.delivered
-	r.UpdatedAt = p.at
-	switch {
-	case r.State == Completed:
-	case p.complete:
-		r.State = Completed
-		r.CompletedAt = p.at
-		r.NextAttemptAt = time.Time{}
-		r.Attempts = 0
-		r.LastError = ""
-	case r.State == Active:
-		r.Attempts = 0
-		r.LastError = ""
-		if p.idle {
-			r.NextAttemptAt = time.Time{}
-		} else if r.NextAttemptAt.IsZero() {
-			r.NextAttemptAt = p.at
-		}
-	}
-}
+// apply folds p into r, whose incarnation the caller has matched (see
+// Progress.ApplyTo).
+func (p progress) apply(r *Registration) { p.public().ApplyTo(r, p.at) }
 
 // writeBehind holds acknowledged progress between Advance and the write
 // transaction that makes it durable.
