@@ -1,0 +1,385 @@
+package kvstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+)
+
+func TestFlushedProgressSurvivesACrashAndUnflushedRepeats(t *testing.T) {
+	url := startNATS(t)
+	s := openKV(t, url)
+	create(t, s, reg("a", "outbox"))
+	create(t, s, reg("b", "outbox"))
+	advance(t, s, "a", cursor.Progress{NextSeq: 10, Delivered: 9, Idle: true})
+	if r := get(t, s, "a"); r.NextSeq != 10 || r.Delivered != 9 {
+		t.Fatalf("Get before Flush = %+v; acknowledged progress must be visible", r)
+	}
+	flush(t, s)
+	advance(t, s, "a", cursor.Progress{NextSeq: 20, Delivered: 10})
+	advance(t, s, "b", cursor.Progress{NextSeq: 5, Delivered: 5})
+	if n := s.Pending(); n != 2 {
+		t.Fatalf("Pending = %d, want 2", n)
+	}
+	s = crash(t, url, s)
+	if r := get(t, s, "a"); r.NextSeq != 10 || r.Delivered != 9 || !r.NextAttemptAt.IsZero() {
+		t.Fatalf("a after a crash = %+v; want the flushed cursor 10, idle, repeating 10..19", r)
+	}
+	if r := get(t, s, "b"); r.NextSeq != 0 || r.Delivered != 0 {
+		t.Fatalf("b after a crash = %+v; nothing of it was flushed", r)
+	}
+	// The index built at Open holds the rows as stored.
+	if ids, _ := dueIDs(t, s, time.Now().Add(time.Hour), 10, "outbox"); len(ids) != 1 || ids[0] != "b" {
+		t.Fatalf("Due after reopening = %v, want [b]", ids)
+	}
+}
+
+func TestCloseAndTheBackgroundFlusherWrite(t *testing.T) {
+	url := startNATS(t)
+	s := openKV(t, url, WithFlushInterval(time.Hour))
+	create(t, s, reg("a", "outbox"))
+	advance(t, s, "a", cursor.Progress{NextSeq: 3})
+	must(t, s.Close())
+	s = openKV(t, url, WithFlushInterval(2*time.Millisecond))
+	if r := get(t, s, "a"); r.NextSeq != 3 {
+		t.Fatalf("after Close = %+v", r)
+	}
+	advance(t, s, "a", cursor.Progress{NextSeq: 7})
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Pending() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background flusher never flushed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if r := get(t, crash(t, url, s), "a"); r.NextSeq != 7 {
+		t.Fatalf("after the background flush and a crash = %+v", r)
+	}
+}
+
+// Two stores on the same buckets are two bridges: what one writes, the
+// other's Get sees as soon as the write has answered, and its index
+// catches up through the watch.
+func TestTwoStoresShareTheBuckets(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	idem := &cursor.Idempotency{Key: "k", Hash: []byte("h"), Answer: func(r cursor.Registration) ([]byte, error) {
+		return json.Marshal(r.ID)
+	}}
+	_, first, err := a.Create(ctx, reg("x", "outbox"), idem)
+	must(t, err)
+	if r := get(t, b, "x"); r.ID != "x" || r.State != cursor.Active {
+		t.Fatalf("b reads %+v right after a's Create", r)
+	}
+	if _, again, err := b.Create(ctx, reg("x", "outbox"), idem); err != nil || string(again) != string(first) {
+		t.Fatalf("replay through b = %q, %v; want %q", again, err, first)
+	}
+	_, _, err = b.Create(ctx, reg("x", "outbox"), nil)
+	wantErrIs(t, err, cursor.ErrExists)
+	must(t, b.Park(ctx, "x", "410 Gone"))
+	if r := get(t, a, "x"); r.State != cursor.Parked {
+		t.Fatalf("a reads %s right after b's Park", r.State)
+	}
+	eventually(t, "a's index to see the park", func() bool {
+		ids, _ := dueIDs(t, a, time.Now().Add(time.Hour), 10, "outbox")
+		return len(ids) == 0
+	})
+	must(t, a.Delete(ctx, "x"))
+	_, err = b.Get(ctx, "x")
+	wantErrIs(t, err, cursor.ErrNotFound)
+	eventually(t, "b's index to drop the row", func() bool {
+		rows, _, err := b.List(ctx, cursor.ListOptions{})
+		return err == nil && len(rows) == 0
+	})
+}
+
+// A store whose view is stale (its watch lags) cannot move a cursor over
+// a newer one: its write is refused, counted, and the newer cursor stands.
+// Progress past the newer cursor still lands, on the fresh row.
+func TestAStaleWriterIsFenced(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	create(t, a, reg("x", "outbox"))
+	get(t, b, "x")
+	a.watching.Lock()
+	held := true
+	release := func() {
+		if held {
+			a.watching.Unlock()
+			held = false
+		}
+	}
+	defer release()
+
+	advance(t, a, "x", cursor.Progress{NextSeq: 7, Delivered: 7})
+	advance(t, b, "x", cursor.Progress{NextSeq: 10, Delivered: 10})
+	flush(t, b)
+	flush(t, a)
+	if n := a.FencedWrites(); n != 1 {
+		t.Fatalf("FencedWrites = %d, want 1", n)
+	}
+	if r := get(t, b, "x"); r.NextSeq != 10 || r.Delivered != 10 {
+		t.Fatalf("after the stale flush the row is %+v; want b's cursor 10", r)
+	}
+	if n := a.Pending(); n != 0 {
+		t.Fatalf("the fenced progress is still pending (%d)", n)
+	}
+
+	// b rewinds; a's progress acknowledged before it must not land.
+	advance(t, a, "x", cursor.Progress{NextSeq: 12, Delivered: 2})
+	if _, err := b.Rewind(ctx, "x", 4, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, a)
+	if r := get(t, b, "x"); r.NextSeq != 4 || a.FencedWrites() != 2 {
+		t.Fatalf("after a stale flush over a rewind: NextSeq %d, fenced %d; want 4 and 2", r.NextSeq, a.FencedWrites())
+	}
+
+	// Progress past the stored cursor, on the same rewind: applied to the
+	// fresh row after one refusal.
+	advance(t, b, "x", cursor.Progress{NextSeq: 6, Delivered: 2})
+	flush(t, b)
+	advance(t, a, "x", cursor.Progress{NextSeq: 9, Delivered: 3})
+	conflicts := a.Conflicts()
+	flush(t, a)
+	if r := get(t, b, "x"); r.NextSeq != 9 || a.FencedWrites() != 2 || a.Conflicts() != conflicts+1 {
+		t.Fatalf("NextSeq %d fenced %d conflicts %d; want 9, 2 and one more conflict", r.NextSeq, a.FencedWrites(), a.Conflicts()-conflicts)
+	}
+	release()
+
+	// An explicit write from a stale view re-reads and applies its change.
+	must(t, b.Retry(ctx, "x", time.Now(), "503"))
+	a.watching.Lock()
+	held = true
+	must(t, b.Retry(ctx, "x", time.Now(), "503"))
+	must(t, a.Park(ctx, "x", "410 Gone"))
+	release()
+	if r := get(t, b, "x"); r.State != cursor.Parked || r.Attempts != 3 || r.NextSeq != 9 {
+		t.Fatalf("after a's Park from a stale view: %+v", r)
+	}
+}
+
+// The row is stored only through compare-and-set: a bare write of another
+// writer in between is never overwritten by this store's Flush.
+func TestFlushNeverOverwritesAnotherWritersCursor(t *testing.T) {
+	url := startNATS(t)
+	s := openKV(t, url)
+	create(t, s, reg("x", "outbox"))
+	kv, err := connect(t, url).KeyValue(context.Background(), DefaultPrefix+"_regs")
+	must(t, err)
+	s.watching.Lock()
+	advance(t, s, "x", cursor.Progress{NextSeq: 5})
+	e, err := kv.Get(context.Background(), encodeKey("x"))
+	must(t, err)
+	var rec record
+	must(t, json.Unmarshal(e.Value(), &rec))
+	rec.NextSeq = 50
+	v, _ := json.Marshal(rec)
+	_, err = kv.Update(context.Background(), encodeKey("x"), v, e.Revision())
+	must(t, err)
+	flush(t, s)
+	s.watching.Unlock()
+	if r := get(t, s, "x"); r.NextSeq != 50 || s.FencedWrites() != 1 {
+		t.Fatalf("NextSeq %d fenced %d; want the other writer's 50, fenced once", r.NextSeq, s.FencedWrites())
+	}
+}
+
+// TestReadsNeverGoBackwards races Advance, Flush and the readers: none
+// may see a cursor behind one it already saw, nor count a delivery twice.
+func TestReadsNeverGoBackwards(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	s := openKV(t, url)
+	create(t, s, reg("a", "outbox"))
+	const last = 300
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Go(func() {
+		defer close(done)
+		for seq := uint64(1); seq <= last; seq++ {
+			if err := s.Advance(ctx, "a", cursor.Progress{NextSeq: seq, Delivered: 1}); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	readers := map[string]func() (cursor.Registration, error){
+		"Get": func() (cursor.Registration, error) { return s.Get(ctx, "a") },
+		"Due": func() (cursor.Registration, error) {
+			d, err := s.Due(ctx, time.Now().Add(time.Hour), 10, "outbox")
+			if err == nil && len(d.Rows) != 1 {
+				err = fmt.Errorf("Due returned %d rows, want the one busy row", len(d.Rows))
+			}
+			if err != nil {
+				return cursor.Registration{}, err
+			}
+			return d.Rows[0], nil
+		},
+		"List": func() (cursor.Registration, error) {
+			rows, _, err := s.List(ctx, cursor.ListOptions{})
+			if err != nil {
+				return cursor.Registration{}, err
+			}
+			return rows[0], nil
+		},
+	}
+	for name, read := range readers {
+		wg.Go(func() {
+			var seen, delivered uint64
+			for {
+				r, err := read()
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				if r.NextSeq < seen || r.Delivered < delivered || r.Delivered > r.NextSeq {
+					t.Errorf("%s read NextSeq %d Delivered %d after NextSeq %d Delivered %d",
+						name, r.NextSeq, r.Delivered, seen, delivered)
+					return
+				}
+				seen, delivered = r.NextSeq, r.Delivered
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		})
+	}
+	wg.Wait()
+	flush(t, s)
+	if r := get(t, crash(t, url, s), "a"); r.NextSeq != last || r.Delivered != last {
+		t.Fatalf("final = NextSeq %d Delivered %d, want %d and %d", r.NextSeq, r.Delivered, last, last)
+	}
+}
+
+// TestConcurrentOperationsKeepTheIndexTrue runs every operation at once,
+// through two stores, and then checks each store's index against a fresh
+// read of the bucket.
+func TestConcurrentOperationsKeepTheIndexTrue(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	stores := []*Store{openKV(t, url), openKV(t, url)}
+	ids := []string{"a", "b", "c", "d"}
+	for _, id := range ids {
+		create(t, stores[0], reg(id, "outbox"))
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		s := stores[w%2]
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := range 100 {
+				id := ids[rnd.IntN(len(ids))]
+				at := t0.Add(time.Duration(rnd.IntN(100)) * time.Second)
+				var err error
+				switch rnd.IntN(8) {
+				case 0, 1, 2:
+					err = s.Advance(ctx, id, cursor.Progress{NextSeq: uint64(i), Delivered: 1, Idle: rnd.IntN(2) == 0})
+				case 3:
+					err = s.Retry(ctx, id, at, "503")
+				case 4:
+					err = s.Park(ctx, id, "410")
+				case 5:
+					_, err = s.Unpark(ctx, id, at)
+				case 6:
+					_, err = s.Rewind(ctx, id, uint64(i), at)
+				case 7:
+					err = s.Flush(ctx)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range stores {
+		flush(t, s)
+	}
+	for i, s := range stores {
+		var err error
+		deadline := time.Now().Add(10 * time.Second)
+		for err = indexMatches(t, s); err != nil && time.Now().Before(deadline); err = indexMatches(t, s) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("store %d's index: %v", i, err)
+		}
+	}
+}
+
+// indexMatches compares s's index, derived entries included, with a
+// fresh read of every key and an index built from those rows alone.
+func indexMatches(t *testing.T, s *Store) error {
+	t.Helper()
+	ctx := context.Background()
+	want := newIndex()
+	keys, err := s.regs.ListKeys(ctx)
+	must(t, err)
+	for k := range keys.Keys() {
+		id, _ := decodeKey(k)
+		e, err := s.regs.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		must(t, err)
+		r, err := decodeRow(id, e.Value(), e.Revision())
+		must(t, err)
+		want.put(r)
+	}
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	got := &s.idx
+	if fmt.Sprint(got.ids) != fmt.Sprint(want.ids) {
+		return fmt.Errorf("ids %v, want %v", got.ids, want.ids)
+	}
+	for id, w := range want.rows {
+		if g := got.rows[id]; g.rev != w.rev || g.NextSeq != w.NextSeq || g.State != w.State {
+			return fmt.Errorf("row %s: rev %d NextSeq %d %s, want rev %d NextSeq %d %s", id, g.rev, g.NextSeq, g.State, w.rev, w.NextSeq, w.State)
+		}
+	}
+	for _, pair := range [][2]any{{got.due, want.due}, {got.idle, want.idle}, {got.routes, want.routes}, {got.counts, want.counts}, {got.sums, want.sums}} {
+		if fmt.Sprint(pair[0]) != fmt.Sprint(pair[1]) {
+			return fmt.Errorf("derived index %v, want %v", pair[0], pair[1])
+		}
+	}
+	return nil
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
