@@ -55,8 +55,12 @@ const DefaultPrefix = "BRIDGE"
 // survives the loss of one.
 const DefaultReplicas = 3
 
-// DefaultFlushConcurrency bounds the cursor writes one Flush has in flight
-// (see BenchmarkFlush for the figures behind it).
+// DefaultFlushConcurrency bounds the cursor writes one Flush has in
+// flight. One key at a time waits a round trip per key; BenchmarkFlush on
+// one embedded server (2 shared cores, 1,000 registrations a Flush):
+// 7,200–10,800 writes/s one by one, 30,200–34,300 with 32 at once, beside
+// 12,400–12,700 and 18,900–23,000 for a bare kv.Update loop
+// (BenchmarkBareCAS) at the same concurrency.
 const DefaultFlushConcurrency = 32
 
 // maxAttempts bounds how often an explicit write re-reads a row another
