@@ -3,6 +3,7 @@ module github.com/jetstream-bridge/bridge
 go 1.26.0
 
 require (
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/go-json-experiment/json v1.27.2
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -11,6 +12,7 @@ require (
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -33,7 +35,7 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -68,6 +68,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("output differs from %s\ngot:\n%s\nwant:\n%s", golden, got.Bytes(), want)
 			}
 			assertSameA2A(t, data, res.Messages)
+			newStrictReader(t).conform(t, res)
 		})
 	}
 }
