@@ -18,6 +18,11 @@ type row struct {
 	// was made: it would skip what the operator asked to replay.
 	epoch uint64
 	rev   uint64
+	// idemKey and idemHash are the idempotency key the row was created
+	// with, if any: a create of the same id, key and hash racing it is a
+	// replay, not ErrExists (see Store.createdWith).
+	idemKey  string
+	idemHash []byte
 }
 
 // dueKey orders a namespace's due rows: earliest first, then by id.

@@ -361,11 +361,13 @@ func decodeKey(k string) (string, error) {
 type record struct {
 	Incarnation uint64 `json:"incarnation"`
 	Rewinds     uint64 `json:"rewinds,omitempty"`
+	IdemKey     string `json:"idemKey,omitempty"`
+	IdemHash    []byte `json:"idemHash,omitempty"`
 	cursor.Registration
 }
 
 func encodeRow(r *row) ([]byte, error) {
-	v, err := json.Marshal(record{Incarnation: r.inc, Rewinds: r.epoch, Registration: r.Registration})
+	v, err := json.Marshal(record{Incarnation: r.inc, Rewinds: r.epoch, IdemKey: r.idemKey, IdemHash: r.idemHash, Registration: r.Registration})
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: encode registration %q: %w", r.ID, err)
 	}
@@ -378,7 +380,8 @@ func decodeRow(id string, v []byte, rev uint64) (*row, error) {
 		return nil, fmt.Errorf("kvstore: registration %q (revision %d) is unreadable: %w", id, rev, err)
 	}
 	rec.ID = id
-	return &row{Registration: rec.Registration, inc: rec.Incarnation, epoch: rec.Rewinds, rev: rev}, nil
+	return &row{Registration: rec.Registration, inc: rec.Incarnation, epoch: rec.Rewinds, rev: rev,
+		idemKey: rec.IdemKey, idemHash: rec.IdemHash}, nil
 }
 
 // newIncarnation is random: bridges creating rows concurrently share no

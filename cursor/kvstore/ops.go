@@ -29,8 +29,10 @@ type idemRecord struct {
 // Create, so a concurrent create of the same id (through any bridge) is
 // ErrExists and one of the same key loses the key's Create: its row is
 // taken back and the winner's answer replayed (or the conflict reported).
-// The answer is rendered before anything is written, so a failing one
-// stores nothing.
+// The row names the key it was created with, so a create of the same id
+// and key that finds the row before the key replays too (see
+// createdWith). The answer is rendered before anything is written, so a
+// failing one stores nothing.
 func (s *Store) Create(ctx context.Context, r cursor.Registration, idem *cursor.Idempotency) (cursor.Registration, []byte, error) {
 	if err := cursor.CheckNew(&r, idem); err != nil {
 		return cursor.Registration{}, nil, err
@@ -50,18 +52,29 @@ func (s *Store) Create(ctx context.Context, r cursor.Registration, idem *cursor.
 		}
 	}
 	nw := &row{Registration: r, inc: newIncarnation()}
+	if idem != nil {
+		nw.idemKey, nw.idemHash = idem.Key, idem.Hash
+	}
 	if err := s.insert(ctx, nw); err != nil {
+		if idem != nil && errors.Is(err, cursor.ErrExists) {
+			if out, answer, done, err := s.createdWith(ctx, r.ID, idem); done || err != nil {
+				return out, answer, err
+			}
+		}
 		return cursor.Registration{}, nil, err
 	}
 	if idem == nil {
 		return r, nil, nil
 	}
-	rec, err := json.Marshal(idemRecord{Hash: idem.Hash, ID: r.ID, Inc: nw.inc, Answer: answer, CreatedAt: now})
-	if err == nil {
-		_, err = s.idem.Create(ctx, encodeKey(idem.Key), rec)
-	}
+	err := s.storeKey(ctx, idem, idemRecord{Hash: idem.Hash, ID: r.ID, Inc: nw.inc, Answer: answer, CreatedAt: now})
 	if err == nil {
 		return r, answer, nil
+	}
+	if isConflict(err) {
+		// Stored meanwhile by a create that found this row (createdWith)?
+		if _, ans, done, rerr := s.replay(ctx, r.ID, idem); rerr == nil && done && s.keyNames(ctx, idem, nw) {
+			return r, ans, nil
+		}
 	}
 	if uerr := s.removeLocked(ctx, r.ID, nw.rev); uerr != nil {
 		return cursor.Registration{}, nil, errors.Join(fmt.Errorf("kvstore: create %q: store its idempotency key: %w", r.ID, err), uerr)
@@ -72,6 +85,76 @@ func (s *Store) Create(ctx context.Context, r cursor.Registration, idem *cursor.
 		}
 	}
 	return cursor.Registration{}, nil, fmt.Errorf("kvstore: create %q: store its idempotency key: %w", r.ID, err)
+}
+
+// storeKey creates idem's key with rec; a key stored already is a
+// conflict (ErrKeyExists).
+func (s *Store) storeKey(ctx context.Context, idem *cursor.Idempotency, rec idemRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("kvstore: encode idempotency key for %q: %w", rec.ID, err)
+	}
+	_, err = s.idem.Create(ctx, encodeKey(idem.Key), v)
+	return err
+}
+
+// keyNames reports whether idem's stored key names the row nw.
+func (s *Store) keyNames(ctx context.Context, idem *cursor.Idempotency, nw *row) bool {
+	e, err := s.idem.Get(ctx, encodeKey(idem.Key))
+	if err != nil {
+		return false
+	}
+	var rec idemRecord
+	return json.Unmarshal(e.Value(), &rec) == nil && rec.ID == nw.ID && rec.Inc == nw.inc
+}
+
+// idemWait bounds how long a create that found its id taken by a create
+// with the same idempotency key waits for that create to store the key.
+const idemWait = 2 * time.Second
+
+// createdWith answers a create whose id is taken, when the row was
+// created with the same idempotency key: another hash is
+// ErrIdempotencyConflict; the same hash is a replay of the create that
+// won, whose key is stored right after its row. It waits for that key up
+// to idemWait; a creator that stopped between its two writes never stores
+// it, and then this create stores the key itself, rendering the answer
+// from the row as it is now.
+func (s *Store) createdWith(ctx context.Context, id string, idem *cursor.Idempotency) (cursor.Registration, []byte, bool, error) {
+	cur, reg, err := s.current(ctx, id)
+	if err != nil || cur.idemKey != idem.Key {
+		return cursor.Registration{}, nil, false, nil
+	}
+	if !bytes.Equal(cur.idemHash, idem.Hash) {
+		return cursor.Registration{}, nil, false, fmt.Errorf("kvstore: create %q: %w", id, cursor.ErrIdempotencyConflict)
+	}
+	deadline := time.Now().Add(idemWait)
+	for {
+		if out, answer, done, err := s.replay(ctx, id, idem); done || err != nil {
+			return out, answer, done, err
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return cursor.Registration{}, nil, false, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var answer []byte
+	if idem.Answer != nil {
+		if answer, err = idem.Answer(reg); err != nil {
+			return cursor.Registration{}, nil, false, fmt.Errorf("kvstore: create %q: render the idempotent answer: %w", id, err)
+		}
+	}
+	err = s.storeKey(ctx, idem, idemRecord{Hash: idem.Hash, ID: id, Inc: cur.inc, Answer: answer, CreatedAt: s.now()})
+	if isConflict(err) {
+		return s.replay(ctx, id, idem)
+	}
+	if err != nil {
+		return cursor.Registration{}, nil, false, fmt.Errorf("kvstore: create %q: store its idempotency key: %w", id, err)
+	}
+	return reg, answer, true, nil
 }
 
 // insert creates nw's key and indexes it.

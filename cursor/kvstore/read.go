@@ -259,6 +259,9 @@ func (s *Store) Purge(ctx context.Context, p cursor.RetentionPolicy) (cursor.Pur
 	}
 	size := p.EffectiveBatchSize()
 	var rep cursor.PurgeReport
+	// skipped counts what another writer changed since it was judged: not
+	// deleted, so the report cannot claim completeness.
+	skipped := 0
 	for len(regs)+len(keys) > 0 {
 		if p.MaxBatches > 0 && rep.Batches == p.MaxBatches {
 			return rep, nil
@@ -268,26 +271,31 @@ func (s *Store) Purge(ctx context.Context, p cursor.RetentionPolicy) (cursor.Pur
 		}
 		n := min(size, len(regs))
 		for _, r := range regs[:n] {
-			if err := s.removeLocked(ctx, r.key, r.rev); err == nil {
+			switch err := s.removeLocked(ctx, r.key, r.rev); {
+			case err == nil:
 				rep.RegistrationsDeleted++
-			} else if !isConflict(err) {
+			case isConflict(err):
+				skipped++
+			default:
 				return rep, err
 			}
 		}
 		regs = regs[n:]
 		m := min(size-n, len(keys))
 		for _, k := range keys[:m] {
-			err := s.idem.Delete(ctx, k.key, jetstream.LastRevision(k.rev))
-			if err == nil {
+			switch err := s.idem.Delete(ctx, k.key, jetstream.LastRevision(k.rev)); {
+			case err == nil:
 				rep.IdempotencyKeysDeleted++
-			} else if !isConflict(err) {
+			case isConflict(err):
+				skipped++
+			default:
 				return rep, fmt.Errorf("kvstore: purge an idempotency key: %w", err)
 			}
 		}
 		keys = keys[m:]
 		rep.Batches++
 	}
-	rep.Complete = true
+	rep.Complete = skipped == 0
 	return rep, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -382,4 +383,91 @@ func eventually(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Creates of one id with one idempotency key, racing through two stores:
+// one registration, and every caller gets the first answer byte for byte.
+func TestRacingIdempotentCreatesThroughTwoStores(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	stores := []*Store{openKV(t, url), openKV(t, url)}
+	answers := make([][]byte, 8)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			idem := &cursor.Idempotency{Key: "k", Hash: []byte("h"), Answer: func(r cursor.Registration) ([]byte, error) {
+				return fmt.Appendf(nil, "caller %d created %s", i, r.ID), nil
+			}}
+			_, ans, err := stores[i%2].Create(ctx, reg("x", "outbox"), idem)
+			if err != nil {
+				t.Errorf("caller %d: %v", i, err)
+			}
+			answers[i] = ans
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if string(a) != string(answers[0]) || len(a) == 0 {
+			t.Fatalf("caller %d got %q, caller 0 %q", i, a, answers[0])
+		}
+	}
+	rows, _, err := stores[0].List(ctx, cursor.ListOptions{})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("List = %d rows, %v", len(rows), err)
+	}
+}
+
+func TestMetaValues(t *testing.T) {
+	ctx := context.Background()
+	s := openKV(t, startNATS(t))
+	if v, err := s.GetMeta(ctx, "journal.created"); v != nil || err != nil {
+		t.Fatalf("GetMeta of a missing key = %q, %v", v, err)
+	}
+	must(t, s.PutMeta(ctx, "journal.created", []byte("2026-03-01")))
+	if v, err := s.GetMeta(ctx, "journal.created"); string(v) != "2026-03-01" || err != nil {
+		t.Fatalf("GetMeta = %q, %v", v, err)
+	}
+	must(t, s.PutMeta(ctx, "journal.created", nil))
+	if v, err := s.GetMeta(ctx, "journal.created"); v != nil || err != nil {
+		t.Fatalf("GetMeta after delete = %q, %v", v, err)
+	}
+	if err := s.PutMeta(ctx, "", []byte("x")); err == nil {
+		t.Fatal("PutMeta with an empty key succeeded")
+	}
+}
+
+// A server that cannot hold the replicas asked for: Open fails naming the
+// bucket and the number, and leaves nothing running.
+func TestOpenNamesReplicasTheServerCannotHold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Open(ctx, connect(t, startNATS(t)), WithReplicas(3), WithPrefix("R3"))
+	if err == nil || !strings.Contains(err.Error(), "R3_regs") || !strings.Contains(err.Error(), "3 replicas") {
+		t.Fatalf("Open with 3 replicas on one server: %v", err)
+	}
+}
+
+// A create that stopped between its row and its idempotency key (a crash)
+// is completed by the next create of the same id, key and hash: it stores
+// the key and answers, and every later replay gets that answer.
+func TestACreateStoppedBeforeItsKeyIsCompletedByTheRetry(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	half := &row{Registration: cursor.Fresh(reg("x", "outbox"), t0), inc: newIncarnation(), idemKey: "k", idemHash: []byte("h")}
+	must(t, a.insert(ctx, half))
+	idem := &cursor.Idempotency{Key: "k", Hash: []byte("h"), Answer: func(r cursor.Registration) ([]byte, error) {
+		return json.Marshal(r.ID)
+	}}
+	r, ans, err := b.Create(ctx, reg("x", "outbox"), idem)
+	if err != nil || r.ID != "x" || string(ans) != `"x"` {
+		t.Fatalf("retry of the stopped create = %+v, %q, %v", r, ans, err)
+	}
+	if _, again, err := a.Create(ctx, reg("x", "outbox"), idem); err != nil || string(again) != `"x"` {
+		t.Fatalf("replay = %q, %v", again, err)
+	}
+	_, _, err = a.Create(ctx, reg("x", "outbox"), &cursor.Idempotency{Key: "k", Hash: []byte("other")})
+	wantErrIs(t, err, cursor.ErrIdempotencyConflict)
+	_, _, err = a.Create(ctx, reg("x", "outbox"), &cursor.Idempotency{Key: "k2", Hash: []byte("h")})
+	wantErrIs(t, err, cursor.ErrExists)
 }
