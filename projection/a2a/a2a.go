@@ -115,60 +115,24 @@ type eventError struct {
 func (e *eventError) Error() string { return fmt.Sprintf("event %d %v", e.index, e.err) }
 
 // decode returns the StreamResponses of a record: the array's elements, or
-// the record itself when it is a single object. The array is decoded in
-// one pass; only when that fails is it taken apart again, to say which
-// element is at fault.
+// the record itself when it is a single object, decoded in one pass.
 func decode(data []byte) ([]streamResponse, error) {
 	v := bytes.TrimLeft(data, " \t\r\n")
 	if len(v) == 0 {
 		return nil, errors.New("is empty, want a JSON StreamResponse or an array of them")
 	}
-	// JSON is UTF-8, and encoding/json forwards free-form members (data,
-	// metadata) without checking it: a receiver must not get broken text.
+	// JSON is UTF-8: a receiver must not get broken text.
 	if !utf8.Valid(v) {
 		return nil, fmt.Errorf("is not valid UTF-8 (byte %d)", len(data)-len(v)+invalidAt(v))
 	}
-	if events, ok := decodeFast(v); ok {
-		return events, nil
-	}
-	if v[0] != '[' {
-		events := make([]streamResponse, 1)
-		if err := json.Unmarshal(v, &events[0]); err != nil {
-			return nil, &eventError{0, describeDecode(err)}
-		}
-		return events, nil
-	}
-	var events []streamResponse
-	if err := json.Unmarshal(v, &events); err != nil {
-		return nil, explain(v, err)
+	events, err := decodeFast(v)
+	if err != nil {
+		return nil, describe(v, len(data)-len(v), err)
 	}
 	if len(events) == 0 {
 		return nil, errors.New("is an empty array, want at least one StreamResponse")
 	}
 	return events, nil
-}
-
-// explain finds the element of an array that failed to decode.
-func explain(array []byte, err error) error {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(array, &elems); err != nil {
-		return notJSON(err)
-	}
-	for i, elem := range elems {
-		var sr streamResponse
-		if err := json.Unmarshal(elem, &sr); err != nil {
-			return &eventError{i, describeDecode(err)}
-		}
-	}
-	return notJSON(err)
-}
-
-func notJSON(err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("is not JSON: %v at byte %d", se, se.Offset)
-	}
-	return fmt.Errorf("is not JSON: %w", err)
 }
 
 // checkEvent checks one StreamResponse and re-encodes it. Its errors read after
@@ -202,20 +166,7 @@ func encode(sr *streamResponse) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
-// describeDecode turns encoding/json's errors, which name Go types, into
-// JSON terms: what is not JSON where, or which field holds the wrong kind.
-func describeDecode(err error) error {
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) {
-		return notJSON(err)
-	}
-	field := te.Field
-	if field == "" {
-		field = "it"
-	}
-	return fmt.Errorf("does not decode: %s is a JSON %s, want %s", field, te.Value, jsonKind(te.Type))
-}
-
+// jsonKind names the JSON kind a Go type of the data model decodes from.
 func jsonKind(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.String:

@@ -14,13 +14,20 @@ const (
 	chunk     = `{"artifactUpdate":{"taskId":"t-1","contextId":"c-1","artifact":{"artifactId":"a-1","parts":[{"text":"x"}]}}}`
 )
 
-func project(data string) (projection.Result, error) {
+// project projects data as journal message 17 for task t-1 and fails t
+// unless a strict A2A 1.0 reader accepts every message sent.
+func project(t testing.TB, data string) (projection.Result, error) {
+	t.Helper()
 	r := &projection.Record{Stream: "JOURNAL", Seq: 17, Subject: "journal.a2a.t-1", Data: []byte(data)}
-	return a2a.New().Project(projection.Target{ID: "push-1", TaskID: "t-1"}, r)
+	res, err := a2a.New().Project(projection.Target{ID: "push-1", TaskID: "t-1"}, r)
+	if err == nil {
+		newStrictReader(t).conform(t, res)
+	}
+	return res, err
 }
 
 func TestArrayGivesMessagesInOrder(t *testing.T) {
-	res, err := project("[" + working + "," + chunk + "," + chunk + "," + completed + "]")
+	res, err := project(t, "["+working+","+chunk+","+chunk+","+completed+"]")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +56,7 @@ func TestTerminalStates(t *testing.T) {
 			`{"statusUpdate":{"taskId":"t-1","contextId":"c-1","status":{"state":"` + state + `"}}}`,
 			`{"task":{"id":"t-1","contextId":"c-1","status":{"state":"` + state + `"}}}`,
 		} {
-			res, err := project(ev)
+			res, err := project(t, ev)
 			if err != nil {
 				t.Fatalf("%s: %v", ev, err)
 			}
@@ -62,7 +69,7 @@ func TestTerminalStates(t *testing.T) {
 
 // Events after a terminal one in the same record are still sent, in order.
 func TestEventsAfterTerminalAreSent(t *testing.T) {
-	res, err := project("[" + completed + "," + chunk + "]")
+	res, err := project(t, "["+completed+","+chunk+"]")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +79,7 @@ func TestEventsAfterTerminalAreSent(t *testing.T) {
 }
 
 func TestDropsWhatA2ADoesNotDefine(t *testing.T) {
-	res, err := project(`{"statusUpdate":{"taskId":"t-1","contextId":"c-1","kind":"status-update","final":true,` +
+	res, err := project(t, `{"statusUpdate":{"taskId":"t-1","contextId":"c-1","kind":"status-update","final":true,`+
 		`"status":{"state":"TASK_STATE_WORKING","extra":1},"metadata":null},"x-junk":{"a":1}}`)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +94,7 @@ func TestKeepsMetadataAndPartsAsSent(t *testing.T) {
 	ev := `{"message":{"messageId":"m","contextId":"c-1","taskId":"t-1","role":"ROLE_AGENT",` +
 		`"parts":[{"data":[1,"<&>",{"k":null}],"mediaType":"application/json"},{"raw":"AAE_-w","filename":"a.bin"},{"text":""}],` +
 		`"metadata":{"n":1.50,"s":"é"},"referenceTaskIds":["t-0"]}}`
-	res, err := project(ev)
+	res, err := project(t, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +139,7 @@ func TestPermanentErrorsNameTheProblemAndSequence(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := project(tc.data)
+			res, err := project(t, tc.data)
 			if err == nil {
 				t.Fatalf("Project sent %d messages; want a permanent error", len(res.Messages))
 			}

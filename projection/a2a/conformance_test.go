@@ -33,7 +33,9 @@ import (
 // timestamp with an offset other than Z (§5.6.1).
 type strictReader struct {
 	streamResponse protoreflect.MessageDescriptor
-	fieldBehavior  protoreflect.ExtensionType
+	// required holds the fields of a2a.proto's messages annotated
+	// (google.api.field_behavior) = REQUIRED.
+	required map[protoreflect.FullName]bool
 }
 
 // compiledReader compiles a2a.proto once for all the tests of a run.
@@ -61,7 +63,31 @@ func compileStrictReader() (*strictReader, error) {
 	if sr == nil || fb == nil {
 		return nil, errors.New("a2a.proto has no StreamResponse, or field_behavior.proto no field_behavior")
 	}
-	return &strictReader{streamResponse: sr, fieldBehavior: dynamicpb.NewExtensionType(fb)}, nil
+	r := &strictReader{streamResponse: sr, required: make(map[protoreflect.FullName]bool)}
+	if err := r.findRequired(files[0].Messages(), dynamicpb.NewExtensionType(fb)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// findRequired records the REQUIRED fields of msgs and of the messages
+// nested in them.
+func (r *strictReader) findRequired(msgs protoreflect.MessageDescriptors, fieldBehavior protoreflect.ExtensionType) error {
+	for i := range msgs.Len() {
+		fields := msgs.Get(i).Fields()
+		for j := range fields.Len() {
+			fd := fields.Get(j)
+			required, err := isRequired(fd, fieldBehavior)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fd.FullName(), err)
+			}
+			r.required[fd.FullName()] = required
+		}
+		if err := r.findRequired(msgs.Get(i).Messages(), fieldBehavior); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // read returns why a strict reader refuses body, or nil.
@@ -97,7 +123,7 @@ func (r *strictReader) check(m protoreflect.Message, doc any, path string) error
 	fields := desc.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		if r.required(fd) && !m.Has(fd) {
+		if r.required[fd.FullName()] && !m.Has(fd) {
 			return fmt.Errorf("%s: REQUIRED field %s is missing", path, fd.JSONName())
 		}
 	}
@@ -134,29 +160,29 @@ func (r *strictReader) checkField(m protoreflect.Message, fd protoreflect.FieldD
 	return nil
 }
 
-// required reports whether fd is annotated (google.api.field_behavior) = REQUIRED.
-func (r *strictReader) required(fd protoreflect.FieldDescriptor) bool {
-	opts, ok := fd.Options().(*descriptorpb.FieldOptions)
-	if !ok || opts == nil {
-		return false
+// isRequired reports whether fd is annotated (google.api.field_behavior) = REQUIRED.
+func isRequired(fd protoreflect.FieldDescriptor, fieldBehavior protoreflect.ExtensionType) (bool, error) {
+	opts, _ := fd.Options().(*descriptorpb.FieldOptions)
+	if opts == nil {
+		return false, nil
 	}
-	// The options hold the extension as raw bytes: the compiled files are
-	// not in the global registry, so decode them with its type.
+	// The options hold the extension as unknown bytes, its file not being
+	// in the global registry: decode them again with its type.
 	b, err := proto.Marshal(opts)
 	if err != nil {
-		return false
+		return false, err
 	}
 	var typed descriptorpb.FieldOptions
-	if err := (proto.UnmarshalOptions{Resolver: extensionResolver{r.fieldBehavior}}).Unmarshal(b, &typed); err != nil {
-		return false
+	if err := (proto.UnmarshalOptions{Resolver: extensionResolver{fieldBehavior}}).Unmarshal(b, &typed); err != nil {
+		return false, err
 	}
-	behaviors := typed.ProtoReflect().Get(r.fieldBehavior.TypeDescriptor()).List()
+	behaviors := typed.ProtoReflect().Get(fieldBehavior.TypeDescriptor()).List()
 	for i := range behaviors.Len() {
 		if behaviors.Get(i).Enum() == 2 { // google.api.FieldBehavior.REQUIRED
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // conform fails t unless a strict reader accepts every message of res.
@@ -216,23 +242,21 @@ func TestStrictReaderRefuses(t *testing.T) {
 	if err := r.read([]byte(ok)); err != nil {
 		t.Fatalf("refuses a valid body: %v", err)
 	}
-	for name, body := range map[string]string{
-		"offset":              fmt.Sprintf(status, `,"timestamp":"2024-03-15T20:30:00+02:00"`, ``),
-		"ten digits":          fmt.Sprintf(status, `,"timestamp":"2024-03-15T18:30:00.1234567890Z"`, ``),
-		"duplicate metadata":  fmt.Sprintf(status, ``, `,"metadata":{"a":1,"a":2}`),
-		"lone surrogate":      fmt.Sprintf(status, ``, `,"metadata":{"a":"\ud800"}`),
-		"number beyond range": fmt.Sprintf(status, ``, `,"metadata":{"a":1e400}`),
-		"unknown field":       fmt.Sprintf(status, ``, `,"final":true`),
-		"proto name":          `{"statusUpdate":{"task_id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}`,
-		"enum number":         `{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":2}}}`,
-		"missing required":    `{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_WORKING"}}}`,
-		"nested required":     `{"task":{"id":"t","status":{"state":"TASK_STATE_WORKING"},"history":[{"messageId":"m","role":"ROLE_USER"}]}}`,
-		"unspecified state":   `{"task":{"id":"t","status":{"state":"TASK_STATE_UNSPECIFIED"}}}`,
+	for _, tc := range []struct{ name, body, why string }{
+		{"offset", fmt.Sprintf(status, `,"timestamp":"2024-03-15T20:30:00+02:00"`, ``), "not UTC with Z"},
+		{"ten digits", fmt.Sprintf(status, `,"timestamp":"2024-03-15T18:30:00.1234567890Z"`, ``), "invalid google.protobuf.Timestamp"},
+		{"duplicate metadata", fmt.Sprintf(status, ``, `,"metadata":{"a":1,"a":2}`), "duplicate"},
+		{"lone surrogate", fmt.Sprintf(status, ``, `,"metadata":{"a":"\ud800"}`), "protojson"},
+		{"number beyond range", fmt.Sprintf(status, ``, `,"metadata":{"a":1e400}`), "invalid google.protobuf.Value"},
+		{"unknown field", fmt.Sprintf(status, ``, `,"final":true`), `unknown field "final"`},
+		{"proto name", `{"statusUpdate":{"task_id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}`, `"task_id" is not the JSON name`},
+		{"enum number", `{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":2}}}`, "not given by name"},
+		{"missing required", `{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_WORKING"}}}`, "statusUpdate: REQUIRED field contextId"},
+		{"nested required", `{"task":{"id":"t","status":{"state":"TASK_STATE_WORKING"},"history":[{"messageId":"m","role":"ROLE_USER"}]}}`, "task.history[0]: REQUIRED field parts"},
+		{"unspecified state", `{"task":{"id":"t","status":{"state":"TASK_STATE_UNSPECIFIED"}}}`, "task.status: REQUIRED field state"},
 	} {
-		if err := r.read([]byte(body)); err == nil {
-			t.Errorf("%s: accepts %s", name, body)
-		} else {
-			t.Logf("%s: %v", name, err)
+		if err := r.read([]byte(tc.body)); err == nil || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s: %s read with error %v, want one saying %q", tc.name, tc.body, err, tc.why)
 		}
 	}
 }

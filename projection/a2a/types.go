@@ -1,17 +1,20 @@
 package a2a
 
-import "encoding/json"
-
 // The types below mirror the A2A 1.0 data model (specification/a2a.proto,
 // package lf.a2a.v1) in its JSON form: camelCase names, enums by their
 // SCREAMING_SNAKE names. They hold exactly the fields the specification
 // defines, so unknown members of a journal event (a 0.3 "kind", a draft
 // "final") are dropped on the way through rather than forwarded.
-// Free-form members (metadata, data parts) stay raw JSON and are forwarded
-// as they are, compacted.
+// Free-form members (metadata, data parts) stay raw JSON (value) and are
+// forwarded as they are, compacted. A member under a field's proto name
+// (task_id) is refused through a protoName field; those come first, where
+// fields of no size add no padding.
 
 // streamResponse is one push notification body: exactly one member is set.
 type streamResponse struct {
+	ProtoStatusUpdate   protoName `json:"status_update,omitzero"`
+	ProtoArtifactUpdate protoName `json:"artifact_update,omitzero"`
+
 	Task           *task                    `json:"task,omitempty"`
 	Message        *message                 `json:"message,omitempty"`
 	StatusUpdate   *taskStatusUpdateEvent   `json:"statusUpdate,omitempty"`
@@ -19,12 +22,14 @@ type streamResponse struct {
 }
 
 type task struct {
-	ID        string          `json:"id"`
-	ContextID string          `json:"contextId"`
-	Status    *taskStatus     `json:"status"`
-	Artifacts []artifact      `json:"artifacts,omitempty"`
-	History   []message       `json:"history,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	ProtoContextID protoName `json:"context_id,omitzero"`
+
+	ID        string      `json:"id"`
+	ContextID string      `json:"contextId"`
+	Status    *taskStatus `json:"status"`
+	Artifacts []artifact  `json:"artifacts,omitempty"`
+	History   []message   `json:"history,omitempty"`
+	Metadata  value       `json:"metadata,omitempty"`
 }
 
 type taskStatus struct {
@@ -34,52 +39,68 @@ type taskStatus struct {
 }
 
 type message struct {
-	MessageID        string          `json:"messageId"`
-	ContextID        string          `json:"contextId,omitempty"`
-	TaskID           string          `json:"taskId,omitempty"`
-	Role             string          `json:"role"`
-	Parts            []part          `json:"parts"`
-	Metadata         json.RawMessage `json:"metadata,omitempty"`
-	Extensions       []string        `json:"extensions,omitempty"`
-	ReferenceTaskIDs []string        `json:"referenceTaskIds,omitempty"`
+	ProtoMessageID        protoName `json:"message_id,omitzero"`
+	ProtoContextID        protoName `json:"context_id,omitzero"`
+	ProtoTaskID           protoName `json:"task_id,omitzero"`
+	ProtoReferenceTaskIDs protoName `json:"reference_task_ids,omitzero"`
+
+	MessageID        string   `json:"messageId"`
+	ContextID        string   `json:"contextId,omitempty"`
+	TaskID           string   `json:"taskId,omitempty"`
+	Role             string   `json:"role"`
+	Parts            []part   `json:"parts"`
+	Metadata         value    `json:"metadata,omitempty"`
+	Extensions       []string `json:"extensions,omitempty"`
+	ReferenceTaskIDs []string `json:"referenceTaskIds,omitempty"`
 }
 
 // part holds one of text, raw, url or data. Raw is kept as the base64 text
 // it arrived as (ProtoJSON accepts standard and URL-safe alphabets, padded
 // or not), so the bytes are never re-encoded.
 type part struct {
-	Text      *string         `json:"text,omitempty"`
-	Raw       *string         `json:"raw,omitempty"`
-	URL       *string         `json:"url,omitempty"`
-	Data      json.RawMessage `json:"data,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	Filename  string          `json:"filename,omitempty"`
-	MediaType string          `json:"mediaType,omitempty"`
+	ProtoMediaType protoName `json:"media_type,omitzero"`
+
+	Text      *string `json:"text,omitempty"`
+	Raw       *string `json:"raw,omitempty"`
+	URL       *string `json:"url,omitempty"`
+	Data      value   `json:"data,omitempty"`
+	Metadata  value   `json:"metadata,omitempty"`
+	Filename  string  `json:"filename,omitempty"`
+	MediaType string  `json:"mediaType,omitempty"`
 }
 
 type artifact struct {
-	ArtifactID  string          `json:"artifactId"`
-	Name        string          `json:"name,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Parts       []part          `json:"parts"`
-	Metadata    json.RawMessage `json:"metadata,omitempty"`
-	Extensions  []string        `json:"extensions,omitempty"`
+	ProtoArtifactID protoName `json:"artifact_id,omitzero"`
+
+	ArtifactID  string   `json:"artifactId"`
+	Name        string   `json:"name,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Parts       []part   `json:"parts"`
+	Metadata    value    `json:"metadata,omitempty"`
+	Extensions  []string `json:"extensions,omitempty"`
 }
 
 type taskStatusUpdateEvent struct {
-	TaskID    string          `json:"taskId"`
-	ContextID string          `json:"contextId"`
-	Status    *taskStatus     `json:"status"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	ProtoTaskID    protoName `json:"task_id,omitzero"`
+	ProtoContextID protoName `json:"context_id,omitzero"`
+
+	TaskID    string      `json:"taskId"`
+	ContextID string      `json:"contextId"`
+	Status    *taskStatus `json:"status"`
+	Metadata  value       `json:"metadata,omitempty"`
 }
 
 type taskArtifactUpdateEvent struct {
-	TaskID    string          `json:"taskId"`
-	ContextID string          `json:"contextId"`
-	Artifact  *artifact       `json:"artifact"`
-	Append    bool            `json:"append,omitempty"`
-	LastChunk bool            `json:"lastChunk,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	ProtoTaskID    protoName `json:"task_id,omitzero"`
+	ProtoContextID protoName `json:"context_id,omitzero"`
+	ProtoLastChunk protoName `json:"last_chunk,omitzero"`
+
+	TaskID    string    `json:"taskId"`
+	ContextID string    `json:"contextId"`
+	Artifact  *artifact `json:"artifact"`
+	Append    bool      `json:"append,omitempty"`
+	LastChunk bool      `json:"lastChunk,omitempty"`
+	Metadata  value     `json:"metadata,omitempty"`
 }
 
 // taskState reports whether s is a task state of A2A 1.0 and whether it is

@@ -3,10 +3,9 @@ package a2a
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
+	"strings"
 )
 
 // fieldError names a field by its JSON path and what is wrong with it. The
@@ -107,8 +106,8 @@ func (s *taskStatus) check() (terminal bool, err error) {
 		}
 	}
 	if s.Timestamp != "" {
-		if _, err := time.Parse(time.RFC3339Nano, s.Timestamp); err != nil {
-			return false, invalid("timestamp", fmt.Sprintf("%q is not an RFC 3339 time", s.Timestamp))
+		if s.Timestamp, err = utcTimestamp(s.Timestamp); err != nil {
+			return false, invalid("timestamp", err.Error())
 		}
 	}
 	return terminal, nil
@@ -201,7 +200,7 @@ func (u *taskArtifactUpdateEvent) check() (err error) {
 
 // object checks a google.protobuf.Struct member: a JSON object, or null for
 // absent (which is dropped rather than forwarded).
-func object(field string, raw json.RawMessage) (json.RawMessage, error) {
+func object(field string, raw value) (value, error) {
 	v := bytes.TrimSpace(raw)
 	switch {
 	case len(v) == 0, string(v) == "null":
@@ -212,13 +211,23 @@ func object(field string, raw json.RawMessage) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// isBase64 accepts what ProtoJSON accepts for bytes: the standard or the
-// URL-safe alphabet, padded or not.
+// isBase64 accepts what protojson accepts for bytes, the standard or the
+// URL-safe alphabet, padded or not, choosing the encoding as it does (a
+// text the one it picks refuses is refused by receivers built on it),
+// but no line breaks, which Go's decoder skips and other readers refuse.
 func isBase64(s string) bool {
-	for _, enc := range [...]*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		if _, err := enc.DecodeString(s); err == nil {
-			return true
-		}
+	if strings.ContainsAny(s, "\r\n") {
+		return false
 	}
-	return false
+	enc := base64.RawStdEncoding
+	switch url, padded := strings.ContainsAny(s, "-_"), len(s)%4 == 0; {
+	case url && padded:
+		enc = base64.URLEncoding
+	case url:
+		enc = base64.RawURLEncoding
+	case padded:
+		enc = base64.StdEncoding
+	}
+	_, err := enc.DecodeString(s)
+	return err == nil
 }
