@@ -88,6 +88,9 @@ type Store struct {
 
 	fenced    atomic.Uint64
 	conflicts atomic.Uint64
+	// closing is set before the watch is stopped on purpose; a watch that
+	// ends without it has lost the bucket, and says so.
+	closing atomic.Bool
 
 	stopWatch   context.CancelFunc
 	watchDone   chan struct{}
@@ -225,6 +228,10 @@ func (s *Store) runWatch(w jetstream.KeyWatcher, ready chan struct{}) {
 		s.applyWatched(e)
 		s.watching.Unlock()
 	}
+	if !s.closing.Load() {
+		s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
+			"bucket", s.regs.Bucket())
+	}
 }
 
 // applyWatched folds one change of the bucket into the index.
@@ -247,6 +254,7 @@ func (s *Store) applyWatched(e jetstream.KeyValueEntry) {
 }
 
 func (s *Store) haltWatch(w jetstream.KeyWatcher) {
+	s.closing.Store(true)
 	_ = w.Stop()
 	s.stopWatch()
 	<-s.watchDone
@@ -279,6 +287,7 @@ func (s *Store) Close() error {
 		if err != nil {
 			err = fmt.Errorf("%w (%d registrations will repeat deliveries)", err, s.wb.size())
 		}
+		s.closing.Store(true)
 		s.stopWatch()
 		<-s.watchDone
 		s.closeErr = err
@@ -294,6 +303,7 @@ func (s *Store) closeWithoutFlush() {
 			s.stopFlusher()
 			<-s.flusherDone
 		}
+		s.closing.Store(true)
 		s.stopWatch()
 		<-s.watchDone
 	})

@@ -1,0 +1,70 @@
+package kvstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/testutil"
+)
+
+// openOn opens a store with three replicas on the cluster, closed when
+// the test ends.
+func openOn(t *testing.T, c *testutil.NATSCluster) *Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Open(ctx, testutil.JetStream(t, c.ClientURLs()))
+	if err != nil {
+		t.Fatalf("Open on the cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// On replicated buckets the server reports a refused compare-and-set with
+// another code than on one server; creates, fencing and flushes must mean
+// the same, and survive the loss of the bucket's leader.
+func TestOnAThreeNodeCluster(t *testing.T) {
+	ctx := context.Background()
+	c := testutil.Cluster(t, 3)
+	a, b := openOn(t, c), openOn(t, c)
+	create(t, a, reg("x", "outbox"))
+	_, _, err := b.Create(ctx, reg("x", "outbox"), nil)
+	wantErrIs(t, err, cursor.ErrExists)
+	get(t, b, "x")
+
+	a.watching.Lock()
+	advance(t, a, "x", cursor.Progress{NextSeq: 7, Delivered: 7})
+	advance(t, b, "x", cursor.Progress{NextSeq: 10, Delivered: 10})
+	flush(t, b)
+	flush(t, a)
+	a.watching.Unlock()
+	if r := get(t, a, "x"); r.NextSeq != 10 || a.FencedWrites() != 1 {
+		t.Fatalf("after a stale flush on the cluster: NextSeq %d, fenced %d; want 10 and 1", r.NextSeq, a.FencedWrites())
+	}
+
+	info, err := a.regs.Status(ctx)
+	must(t, err)
+	stream, err := testutil.JetStream(t, c.ClientURLs()).Stream(ctx, "KV_"+info.Bucket())
+	must(t, err)
+	si, err := stream.Info(ctx)
+	must(t, err)
+	leader := c.Index(si.Cluster.Leader)
+	if leader < 0 {
+		t.Fatalf("no leader for %s: %+v", info.Bucket(), si.Cluster)
+	}
+	c.Stop(leader)
+	advance(t, a, "x", cursor.Progress{NextSeq: 12, Delivered: 2})
+	deadline := time.Now().Add(30 * time.Second)
+	for err := a.Flush(ctx); err != nil; err = a.Flush(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no flush within 30 s of the leader's loss: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := get(t, b, "x"); r.NextSeq != 12 || r.Delivered != 12 {
+		t.Fatalf("after the leader's loss: %+v", r)
+	}
+}
