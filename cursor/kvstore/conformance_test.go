@@ -552,6 +552,19 @@ func purge(t *testing.T, s cursor.Store, clk *clock) {
 			t.Errorf("%s after Purge: %v", id, err)
 		}
 	}
+	for _, id := range []string{"p1", "p2"} {
+		create(t, s, reg(id, "a2a"))
+		advance(t, s, id, cursor.Progress{NextSeq: 1, Complete: true})
+	}
+	flush(t, s)
+	clk.Add(48 * time.Hour)
+	one := cursor.NewRetentionPolicy(24 * time.Hour).WithBatchSize(1).WithMaxBatches(1)
+	if rep, err := s.Purge(ctx, one); err != nil || rep.RegistrationsDeleted != 1 || rep.Batches != 1 || rep.Complete {
+		t.Fatalf("Purge of one batch of one = %+v, %v; want one deleted, incomplete", rep, err)
+	}
+	if rep, err := s.Purge(ctx, one.WithMaxBatches(0)); err != nil || rep.RegistrationsDeleted != 2 || !rep.Complete {
+		t.Fatalf("Purge of the rest = %+v, %v; want p2 and young, complete", rep, err)
+	}
 	if _, err := s.Purge(ctx, cursor.RetentionPolicy{CompletedMaxAge: -1}); err == nil {
 		t.Error("Purge with a negative age succeeded")
 	}
