@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -52,39 +53,46 @@ func (s *Store) Create(ctx context.Context, r cursor.Registration, idem *cursor.
 		}
 	}
 	nw := &row{Registration: r, inc: newIncarnation()}
-	if idem != nil {
-		nw.idemKey, nw.idemHash = idem.Key, idem.Hash
+	if idem == nil {
+		return r, nil, s.insert(ctx, nw)
 	}
+	nw.idemKey, nw.idemHash = idem.Key, idem.Hash
 	if err := s.insert(ctx, nw); err != nil {
-		if idem != nil && errors.Is(err, cursor.ErrExists) {
-			if out, answer, done, err := s.createdWith(ctx, r.ID, idem); done || err != nil {
-				return out, answer, err
-			}
+		if !errors.Is(err, cursor.ErrExists) {
+			return cursor.Registration{}, nil, err
+		}
+		if out, answer, done, werr := s.createdWith(ctx, r.ID, idem); done || werr != nil {
+			return out, answer, werr
 		}
 		return cursor.Registration{}, nil, err
 	}
-	if idem == nil {
-		return r, nil, nil
-	}
-	err := s.storeKey(ctx, idem, idemRecord{Hash: idem.Hash, ID: r.ID, Inc: nw.inc, Answer: answer, CreatedAt: now})
+	return s.keyCreate(ctx, nw, idem, idemRecord{Hash: idem.Hash, ID: r.ID, Inc: nw.inc, Answer: answer, CreatedAt: now})
+}
+
+// keyCreate stores the idempotency key of the row nw just created. When
+// the key is taken by another create, nw is deleted again and that
+// create's answer replayed (or the conflict reported) — unless the key
+// names nw, stored by a create that found nw first (see createdWith).
+func (s *Store) keyCreate(ctx context.Context, nw *row, idem *cursor.Idempotency, rec idemRecord) (cursor.Registration, []byte, error) {
+	err := s.storeKey(ctx, idem, rec)
 	if err == nil {
-		return r, answer, nil
+		return nw.Registration, rec.Answer, nil
 	}
 	if isConflict(err) {
-		// Stored meanwhile by a create that found this row (createdWith)?
-		if _, ans, done, rerr := s.replay(ctx, r.ID, idem); rerr == nil && done && s.keyNames(ctx, idem, nw) {
-			return r, ans, nil
+		if _, ans, done, rerr := s.replay(ctx, nw.ID, idem); rerr == nil && done && s.keyNames(ctx, idem, nw) {
+			return nw.Registration, ans, nil
 		}
 	}
-	if uerr := s.removeLocked(ctx, r.ID, nw.rev); uerr != nil {
-		return cursor.Registration{}, nil, errors.Join(fmt.Errorf("kvstore: create %q: store its idempotency key: %w", r.ID, err), uerr)
+	err = fmt.Errorf("kvstore: create %q: store its idempotency key: %w", nw.ID, err)
+	if uerr := s.removeLocked(ctx, nw.ID, nw.rev); uerr != nil {
+		return cursor.Registration{}, nil, errors.Join(err, uerr)
 	}
 	if isConflict(err) {
-		if out, answer, done, err := s.replay(ctx, r.ID, idem); done || err != nil {
-			return out, answer, err
+		if out, answer, done, rerr := s.replay(ctx, nw.ID, idem); done || rerr != nil {
+			return out, answer, rerr
 		}
 	}
-	return cursor.Registration{}, nil, fmt.Errorf("kvstore: create %q: store its idempotency key: %w", r.ID, err)
+	return cursor.Registration{}, nil, err
 }
 
 // storeKey creates idem's key with rec; a key stored already is a
@@ -305,6 +313,10 @@ func (s *Store) mutate(ctx context.Context, id string, ch change) (cursor.Regist
 			return cursor.Registration{}, fmt.Errorf("kvstore: write %q: %w", id, err)
 		}
 		s.conflicts.Add(1)
+		if err := pause(ctx, attempt); err != nil {
+			s.wb.settle(id, true)
+			return cursor.Registration{}, err
+		}
 		if old, err = s.read(ctx, id); err != nil {
 			s.wb.settle(id, !errors.Is(err, cursor.ErrNotFound))
 			return cursor.Registration{}, err
@@ -423,6 +435,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		s.conflicts.Add(1)
+		if err := pause(ctx, attempt); err != nil {
+			return err
+		}
 	}
 }
 
@@ -541,6 +556,9 @@ func (s *Store) flushOne(ctx context.Context, id string) error {
 		if attempt == maxAttempts {
 			return s.keepOnError(id, err)
 		}
+		if err := pause(ctx, attempt); err != nil {
+			return s.keepOnError(id, err)
+		}
 		cur, err := s.read(ctx, id)
 		switch {
 		case errors.Is(err, cursor.ErrNotFound):
@@ -553,6 +571,20 @@ func (s *Store) flushOne(ctx context.Context, id string) error {
 			return nil
 		}
 		old = cur
+	}
+}
+
+// pause waits a random while, longer with each attempt, before a write
+// refused attempt times is tried again: writers that keep meeting on one
+// key fall out of step instead of refusing each other to the end.
+func pause(ctx context.Context, attempt int) error {
+	t := time.NewTimer(rand.N(time.Duration(attempt) * time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
