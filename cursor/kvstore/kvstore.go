@@ -71,14 +71,16 @@ const maxAttempts = 8
 //
 // Lock order: a key's lock (keyLocks, serialising this store's writes to
 // one key, since the server admits one in-flight expected-revision check
-// per subject) → idx.mu → wb.mu. The two mutexes are never held across I/O.
+// per subject; held across the write, and never two at once) → idx.mu →
+// wb.mu, and watching → idx.mu → wb.mu. idx.mu and wb.mu are never held
+// across I/O.
 type Store struct {
 	regs, idem, meta jetstream.KeyValue
 	now              func() time.Time
 	log              *slog.Logger
 	flushConcurrency int
 
-	keyLocks [64]sync.Mutex
+	keyLocks [256]sync.Mutex
 	idx      index
 	wb       writeBehind
 	// watching is held while the watch applies a change; a test holds it
