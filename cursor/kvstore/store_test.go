@@ -471,3 +471,34 @@ func TestACreateStoppedBeforeItsKeyIsCompletedByTheRetry(t *testing.T) {
 	_, _, err = a.Create(ctx, reg("x", "outbox"), &cursor.Idempotency{Key: "k2", Hash: []byte("h")})
 	wantErrIs(t, err, cursor.ErrExists)
 }
+
+// Progress acknowledged on a registration another bridge then deleted, or
+// deleted and created again, never lands: not on a deleted key (it would
+// bring the row back), not on the new registration (it would skip its
+// messages).
+func TestProgressNeverLandsOnADeletedOrRecreatedRow(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	create(t, a, reg("gone", "outbox"))
+	create(t, a, reg("again", "outbox"))
+	get(t, b, "gone")
+	get(t, b, "again")
+	a.watching.Lock()
+	advance(t, a, "gone", cursor.Progress{NextSeq: 9})
+	advance(t, a, "again", cursor.Progress{NextSeq: 9})
+	must(t, b.Delete(ctx, "gone"))
+	must(t, b.Delete(ctx, "again"))
+	create(t, b, reg("again", "outbox"))
+	flush(t, a)
+	a.watching.Unlock()
+	if _, err := b.Get(ctx, "gone"); !errors.Is(err, cursor.ErrNotFound) {
+		t.Fatalf("the deleted row after a stale flush: %v", err)
+	}
+	if r := get(t, b, "again"); r.NextSeq != 0 {
+		t.Fatalf("the recreated row took the old one's progress: NextSeq %d", r.NextSeq)
+	}
+	if n := a.FencedWrites(); n != 2 {
+		t.Fatalf("FencedWrites = %d, want 2", n)
+	}
+}
