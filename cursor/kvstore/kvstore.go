@@ -26,7 +26,10 @@
 // KV reads may be served by a replica that lags (AllowDirect), which a
 // write's compare-and-set catches but Get does not; Purge lists the
 // idempotency bucket's keys and reads each, fine for thousands, not
-// millions; the bolt store's CreateMany and Positions have no counterpart.
+// millions; deleted and purged keys leave delete markers that nothing
+// removes yet (Open's watch reads them all); Flush writes one message per
+// key, without atomic batch publish; the bolt store's CreateMany and
+// Positions have no counterpart.
 package kvstore
 
 import (
