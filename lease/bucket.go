@@ -60,13 +60,7 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg Config, suffix stri
 		var err error
 		kv, err = js.KeyValue(ctx, name)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket:      name,
-				Description: "bridge " + suffix + ", kept alive by their holders",
-				TTL:         cfg.TTL,
-				Replicas:    cfg.Replicas,
-				Storage:     jetstream.FileStorage,
-			})
+			kv, err = createBucket(ctx, js, cfg, name, suffix)
 		}
 		if err != nil {
 			return replicasErr(js, cfg.Replicas, err)
@@ -80,6 +74,27 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg Config, suffix stri
 		}
 		return nil
 	})
+	return kv, err
+}
+
+// createBucket creates a bucket whose keys expire TTL after their last
+// write, leaving a marker (server 2.11+) so that watchers learn of an
+// expiry at once; on older servers expiries are seen by polling alone.
+func createBucket(ctx context.Context, js jetstream.JetStream, cfg Config, name, suffix string) (jetstream.KeyValue, error) {
+	kvc := jetstream.KeyValueConfig{
+		Bucket:         name,
+		Description:    "bridge " + suffix + ", kept alive by their holders",
+		TTL:            cfg.TTL,
+		LimitMarkerTTL: cfg.TTL,
+		Replicas:       cfg.Replicas,
+		Storage:        jetstream.FileStorage,
+	}
+	kv, err := js.CreateKeyValue(ctx, kvc)
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		cfg.Logger.Info("lease: the server keeps no expiry markers (before 2.11); expiries are seen by polling", "bucket", name)
+		kvc.LimitMarkerTTL = 0
+		kv, err = js.CreateKeyValue(ctx, kvc)
+	}
 	return kv, err
 }
 

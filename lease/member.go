@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,9 +41,14 @@ type Member struct {
 	held      map[int]*held
 	reported  []int // the owned set last signalled on changes
 
+	seen map[string]time.Time // live members: when last written
+
 	changes   chan struct{}
-	stop      context.CancelFunc
-	done      chan struct{}
+	wake      chan struct{}
+	listed    chan struct{}      // closed once the members present at the join are seen
+	quit      chan struct{}      // stops the rounds
+	stop      context.CancelFunc // stops the watches
+	loops     sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 
@@ -90,7 +96,8 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 	}
 	value, _ := json.Marshal(memberValue{Since: time.Now().UTC()})
 	m := &Member{cfg: cfg, value: value, margin: cfg.TTL / 5, held: make(map[int]*held),
-		changes: make(chan struct{}, 1), done: make(chan struct{})}
+		seen: make(map[string]time.Time), changes: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		listed: make(chan struct{}), quit: make(chan struct{})}
 	if m.members, err = bucket(ctx, js, cfg, "members"); err != nil {
 		return nil, err
 	}
@@ -110,7 +117,11 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 	}
 	loopCtx, stop := context.WithCancel(context.Background())
 	m.stop = stop
-	go m.run(loopCtx)
+	var once sync.Once
+	listed := func() { once.Do(func() { close(m.listed) }) }
+	m.loops.Go(func() { m.follow(loopCtx, m.members, m.seeMember, listed) })
+	m.loops.Go(func() { m.follow(loopCtx, m.leases, m.seeLease, func() {}) })
+	m.loops.Go(func() { m.run(context.Background()) })
 	return m, nil
 }
 
@@ -122,7 +133,10 @@ func conflict(err error) bool {
 // Owns reports whether the member may act for shard now, and the shard's
 // fencing token: the lease key's revision when this member took it,
 // larger for every later holder. ok turns false TTL/5 before the lease
-// can expire on the server if renewals stop succeeding.
+// can expire on the server if renewals stop succeeding, counted from the
+// moment the last successful renewal was sent, by the monotonic clock.
+// The server expires from its own wall clock, so skew between the NATS
+// servers (a new stream leader ahead of the old) eats into that margin.
 func (m *Member) Owns(shard int) (token uint64, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -167,7 +181,9 @@ func (m *Member) Stats() Stats {
 	return Stats{Held: n, Takeovers: m.takeovers.Load(), RenewalsFailed: m.renewalsFailed.Load()}
 }
 
-// Members lists the live members and the shards each holds, by name.
+// Members lists the live members and the shards each holds, by name, for
+// an admin's view; a member or lease renewed during the read may be
+// missing from it.
 func (m *Member) Members(ctx context.Context) ([]MemberInfo, error) {
 	members, err := latest(ctx, m.members)
 	if err != nil {
@@ -196,8 +212,11 @@ func (m *Member) Members(ctx context.Context) ([]MemberInfo, error) {
 }
 
 // latest reads the last value of every live key in one ordered consumer.
-func latest(ctx context.Context, kv jetstream.KeyValue, opts ...jetstream.WatchOpt) ([]jetstream.KeyValueEntry, error) {
-	w, err := kv.WatchAll(ctx, append(opts, jetstream.IgnoreDeletes())...)
+// A key rewritten while it is read can be missed (the watch counts the
+// values present when it starts, and a renewal replaces one): what it
+// returns is for display, never a basis for ownership.
+func latest(ctx context.Context, kv jetstream.KeyValue) ([]jetstream.KeyValueEntry, error) {
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, err
 	}
@@ -221,8 +240,9 @@ func latest(ctx context.Context, kv jetstream.KeyValue, opts ...jetstream.WatchO
 // than after the TTL. Leases already lost are not an error.
 func (m *Member) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
+		close(m.quit)
 		m.stop()
-		<-m.done
+		m.loops.Wait()
 		m.mu.Lock()
 		leases, memberRev := m.held, m.memberRev
 		m.held, m.memberRev = map[int]*held{}, 0
@@ -236,18 +256,37 @@ func (m *Member) Close(ctx context.Context) error {
 		i := 0
 		for shard, h := range leases {
 			err := &errs[i]
-			wg.Go(func() { *err = gone(m.leases.Delete(ctx, key(shard), jetstream.LastRevision(h.rev))) })
+			wg.Go(func() { *err = deleteOwn(ctx, m.leases, key(shard), h.rev, []byte(m.cfg.Instance)) })
 			i++
 		}
 		wg.Wait()
 		if memberRev != 0 {
-			errs[i] = gone(m.members.Delete(ctx, m.cfg.Instance, jetstream.LastRevision(memberRev)))
+			errs[i] = deleteOwn(ctx, m.members, m.cfg.Instance, memberRev, m.value)
 		}
 		if err := errors.Join(errs...); err != nil {
 			m.closeErr = fmt.Errorf("lease: close %s: %w", m.cfg.Instance, err)
 		}
 	})
 	return m.closeErr
+}
+
+// deleteOwn deletes key at revision rev, or at the revision read if rev
+// is stale but the key still holds own (a renewal whose answer was
+// lost). A key another member wrote since is not this member's to
+// delete: no error.
+func deleteOwn(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64, own []byte) error {
+	err := kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	if conflict(err) {
+		e, gerr := kv.Get(ctx, key)
+		if gerr != nil || !bytes.Equal(e.Value(), own) {
+			return nil
+		}
+		err = kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+	}
+	if conflict(err) {
+		return nil
+	}
+	return err
 }
 
 // gone drops the error of a delete that found another revision: the key

@@ -11,84 +11,142 @@ import (
 )
 
 // run plays a round every TTL/4, so a lease outlives three failed rounds
-// in a row, and at once when a member joins or leaves, so a closing
-// member's shards are taken within round trips. Expiries leave no marker:
-// they are seen by a round's listing.
+// in a row, and at once when the watches see a member join or leave or a
+// lease released, so a handover costs round trips, not ticks.
+//
+// Close stops it between rounds, never in one: a write cancelled in
+// flight may still land, leaving the member a stale revision to release.
 func (m *Member) run(ctx context.Context) {
-	defer close(m.done)
 	t := time.NewTicker(m.cfg.TTL / 4)
 	defer t.Stop()
-	var w jetstream.KeyWatcher
-	defer func() { stopWatch(w) }()
-	var names []string
-	for {
-		names = m.round(ctx, names)
-		if w == nil {
-			w, _ = m.members.WatchAll(ctx, jetstream.MetaOnly(), jetstream.UpdatesOnly())
-		}
-		if !m.next(ctx, t.C, w, names) {
-			return
-		}
-	}
-}
-
-// stopWatch stops w and drains it until it closes: nats.go's watcher
-// blocks its delivery on a full channel, and a delivery blocked when the
-// watch stops would never return.
-func stopWatch(w jetstream.KeyWatcher) {
-	if w == nil {
+	select { // the first split counts the members already there
+	case <-m.listed:
+	case <-t.C:
+	case <-m.quit:
 		return
 	}
-	_ = w.Stop()
-	for range w.Updates() {
+	for {
+		m.round(ctx)
+		select {
+		case <-m.quit:
+			return
+		case <-m.cfg.stalled:
+			return
+		case <-t.C:
+		case <-m.wake:
+		}
 	}
 }
 
-// next waits for the tick or a member key that is new or deleted (a
-// renewal of a listed member is no change). It returns false when the
-// member stops.
-func (m *Member) next(ctx context.Context, tick <-chan time.Time, w jetstream.KeyWatcher, names []string) bool {
-	var updates <-chan jetstream.KeyValueEntry
-	if w != nil {
-		updates = w.Updates()
+// wakeUp asks for a round now; requests made during a round coalesce.
+func (m *Member) wakeUp() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
 	}
+}
+
+// follow feeds every entry of kv, from the last value of each key on, to
+// on, watching again if the watch ends. The watch is read without pause:
+// nats.go's watcher stalls its delivery while its channel is full, and a
+// stalled watch reports members and releases late.
+func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func()) {
+	for ctx.Err() == nil {
+		if w, err := kv.WatchAll(ctx, jetstream.MetaOnly()); err == nil {
+			feed(ctx, w, on, listed)
+			stopWatch(w)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(m.cfg.TTL / 8):
+		}
+	}
+}
+
+// feed hands w's entries to on until w ends or ctx does, calling listed
+// once the last values present when the watch began are all handed.
+func feed(ctx context.Context, w jetstream.KeyWatcher, on func(jetstream.KeyValueEntry), listed func()) {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
-		case <-m.cfg.stalled:
-			return false
-		case <-tick:
-			return true
-		case e, ok := <-updates:
+			return
+		case e, ok := <-w.Updates():
 			if !ok {
-				updates = nil // the tick goes on
-			} else if e != nil && (e.Operation() != jetstream.KeyValuePut || !slices.Contains(names, e.Key())) {
-				return true
+				return
+			}
+			if e == nil {
+				listed()
+			} else {
+				on(e)
 			}
 		}
 	}
 }
 
-// round renews the member key, lists the live members (keeping the last
-// list if that fails) and writes every lease the split asks for:
-// renewals, releases and takes, one write per key, keys in parallel. A
-// round lasts at most TTL/2, so a renewal is never more than that late.
-func (m *Member) round(ctx context.Context, names []string) []string {
-	m.keepName(ctx)
-	lctx, cancel := context.WithTimeout(ctx, m.cfg.TTL/8)
-	entries, err := latest(lctx, m.members, jetstream.MetaOnly())
-	cancel()
-	if err == nil {
-		names = names[:0]
-		for _, e := range entries {
-			names = append(names, e.Key())
+// stopWatch stops w and drains it until it closes or stays quiet: a
+// delivery blocked on the full channel when the watch stops would never
+// return, and the channel is not always closed after Stop.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	for {
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+		case <-time.After(50 * time.Millisecond):
+			return
 		}
-	} else if ctx.Err() == nil {
-		m.cfg.Logger.Warn("lease: listing members failed; keeping the last split", "instance", m.cfg.Instance, "err", err)
 	}
+}
+
+// seeMember records a member key's write: a new member or one gone wakes
+// the loop. A member is live until a TTL after its last write by the
+// server's clock (Created), which a renewal moves on.
+func (m *Member) seeMember(e jetstream.KeyValueEntry) {
+	m.mu.Lock()
+	_, known := m.seen[e.Key()]
+	if e.Operation() == jetstream.KeyValuePut {
+		m.seen[e.Key()] = time.Now().Add(-max(time.Since(e.Created()), 0))
+	} else {
+		delete(m.seen, e.Key())
+	}
+	m.mu.Unlock()
+	if !known || e.Operation() != jetstream.KeyValuePut {
+		m.wakeUp()
+	}
+}
+
+// seeLease wakes the loop when a lease is released or expires (with
+// markers), so a shard this member should hold is taken at once.
+func (m *Member) seeLease(e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		m.wakeUp()
+	}
+}
+
+// live lists the members written within a TTL; a member closing is gone
+// at once, one that stopped renewing after the TTL, as on the server.
+func (m *Member) live() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for name, at := range m.seen {
+		if time.Since(at) < m.cfg.TTL {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// round renews the member key and writes every lease the split of the
+// live members asks for: renewals, releases and takes, one write per
+// key, keys in parallel. A round lasts at most 3/8 TTL, so a renewal is
+// never later than that.
+func (m *Member) round(ctx context.Context) {
+	m.keepName(ctx)
 	var fails failures
-	m.writeLeases(ctx, m.plan(names), &fails)
+	m.writeLeases(ctx, m.plan(m.live()), &fails)
 	if fails.n > 0 && ctx.Err() == nil {
 		m.cfg.Logger.Warn("lease: lease writes failed", "instance", m.cfg.Instance, "failed", fails.n, "err", fails.first)
 	}
@@ -100,7 +158,6 @@ func (m *Member) round(ctx context.Context, names []string) []string {
 	if changed {
 		m.signal()
 	}
-	return names
 }
 
 func (m *Member) signal() {
