@@ -23,7 +23,9 @@ import (
 // registrations woken but not yet served are made due in the store before
 // the mark is written. The mark is removed as the daemon starts, so a
 // crash, which loses the woken set, leaves none; the next start then
-// wakes every idle registration behind the tail (cursor.Store.WakeBehind).
+// wakes the registrations of every message from the lowest idle cursor on
+// or, when those messages are too many, every idle registration behind
+// the tail (see wakeBehind).
 type follow struct {
 	next atomic.Uint64 // 0: unknown
 
@@ -178,16 +180,45 @@ func (d *Daemon) rewake(ctx context.Context, g gap) error {
 		defer w.sched.poke()
 	}
 	if g.from == 0 {
-		n, err := d.store.WakeBehind(ctx, g.to)
-		if n > 0 {
-			d.log.Info("woke the registrations whose cursor was behind the journal's head", "registrations", n, "seq", g.to)
-		}
-		return err
+		return d.wakeBehind(ctx, g.to)
 	}
 	if g.from >= g.to || d.scan == nil {
 		return nil
 	}
 	return d.wakeRange(ctx, g)
+}
+
+// maxScan is the most messages a start without a mark reads to learn whom
+// to wake; a longer gap wakes every idle registration behind instead.
+const maxScan = 100_000
+
+// idleFloorer is a store that tells the lowest cursor of its idle
+// registrations (cursor.DB does).
+type idleFloorer interface {
+	IdleFloor(ctx context.Context) (uint64, bool, error)
+}
+
+// wakeBehind wakes, not knowing where the daemon stood, whoever may have
+// missed a message before seq: the registrations of every message from
+// the lowest idle cursor on, when those messages are few, or else every
+// idle registration behind seq.
+func (d *Daemon) wakeBehind(ctx context.Context, seq uint64) error {
+	if f, ok := d.store.(idleFloorer); ok && d.scan != nil {
+		floor, any, err := f.IdleFloor(ctx)
+		switch {
+		case err != nil:
+			return err
+		case !any || floor >= seq:
+			return nil
+		case seq-floor <= maxScan:
+			return d.wakeRange(ctx, gap{from: floor, to: seq})
+		}
+	}
+	n, err := d.store.WakeBehind(ctx, seq)
+	if n > 0 {
+		d.log.Info("woke the registrations whose cursor was behind the journal's head", "registrations", n, "seq", seq)
+	}
+	return err
 }
 
 // wakeRange reads the messages of g and wakes the registrations of their

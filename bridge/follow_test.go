@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/journal"
 )
 
@@ -33,9 +34,9 @@ func (c *countingJournal) count(filter string) int {
 
 // startDaemon runs a daemon with the stream identity check over e until
 // the returned stop is called (or the test ends).
-func startDaemon(t *testing.T, e *env, j bridge.Journal) (stop func()) {
+func startDaemon(t *testing.T, e *env, store cursor.Store, j bridge.Journal) (stop func()) {
 	t.Helper()
-	w, err := bridge.New(e.db, j, e.sender, passThrough{}, bridge.WithTick(50*time.Millisecond))
+	w, err := bridge.New(store, j, e.sender, passThrough{}, bridge.WithTick(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func startDaemon(t *testing.T, e *env, j bridge.Journal) (stop func()) {
 		st, err := e.reader.Info(ctx)
 		return st.Created, err
 	}
-	d := bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}, bridge.WithStreamIdentity(stream, created, e.db))
+	d := bridge.NewDaemon(store, e.reader, []*bridge.Worker{w}, bridge.WithStreamIdentity(stream, created, e.db))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -71,7 +72,7 @@ func TestRestartAfterACleanStopWakesOnlyWhomNewMessagesConcern(t *testing.T) {
 	for i := range n {
 		e.register(fmt.Sprintf("r%d", i), rc.URL, fmt.Sprintf("journal.quiet.%d", i))
 	}
-	stop := startDaemon(t, e, e.reader)
+	stop := startDaemon(t, e, e.db, e.reader)
 	waitUntil(t, "every registration idle", func() bool {
 		for i := range n {
 			if !e.get(fmt.Sprintf("r%d", i)).NextAttemptAt.IsZero() {
@@ -94,7 +95,7 @@ func TestRestartAfterACleanStopWakesOnlyWhomNewMessagesConcern(t *testing.T) {
 	e.publish("journal.quiet.30", "while-stopped-30")
 
 	j := &countingJournal{Journal: e.reader, reads: map[string]int{}}
-	startDaemon(t, e, j)
+	startDaemon(t, e, e.db, j)
 	waitUntil(t, "the messages published while stopped", func() bool { return len(rc.bodies()) == 3 })
 	time.Sleep(300 * time.Millisecond) // room for turns nobody should take
 	for i := range n {
@@ -110,23 +111,43 @@ func TestRestartAfterACleanStopWakesOnlyWhomNewMessagesConcern(t *testing.T) {
 }
 
 // Without a clean stop's mark (a crash, or a store of an older bridge),
-// every idle registration behind the head is woken: slower, never a loss.
-func TestRestartWithoutAMarkWakesEveryoneBehind(t *testing.T) {
-	e := newEnv(t)
-	rc := newReceiver(t, nil)
-	e.register("a", rc.URL, "journal.a")
-	e.register("b", rc.URL, "journal.b")
-	stop := startDaemon(t, e, e.reader)
-	waitUntil(t, "both idle", func() bool {
-		return e.get("a").NextAttemptAt.IsZero() && e.get("b").NextAttemptAt.IsZero()
-	})
-	stop()
-	if err := e.db.PutMeta(context.Background(), "followed/"+stream, nil); err != nil {
-		t.Fatal(err)
+// the start reads the messages from the lowest idle cursor on and wakes
+// their registrations; a store that cannot tell that cursor has every
+// idle registration behind the head woken: slower, never a loss.
+func TestRestartWithoutAMark(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		store func(e *env) cursor.Store
+		wakeA bool
+	}{
+		{"from the lowest idle cursor", func(e *env) cursor.Store { return e.db }, false},
+		{"every idle one behind", func(e *env) cursor.Store { return struct{ cursor.Store }{e.db} }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			rc := newReceiver(t, nil)
+			e.register("a", rc.URL, "journal.a")
+			e.register("b", rc.URL, "journal.b")
+			stop := startDaemon(t, e, e.db, e.reader)
+			waitUntil(t, "both idle", func() bool {
+				return e.get("a").NextAttemptAt.IsZero() && e.get("b").NextAttemptAt.IsZero()
+			})
+			stop()
+			if err := e.db.PutMeta(context.Background(), "followed/"+stream, nil); err != nil {
+				t.Fatal(err)
+			}
+			e.publish("journal.b", "after")
+			j := &countingJournal{Journal: e.reader, reads: map[string]int{}}
+			startDaemon(t, e, c.store(e), j)
+			waitUntil(t, "the message", func() bool { return len(rc.bodies()) == 1 })
+			if c.wakeA {
+				waitUntil(t, "a's turn too", func() bool { return j.count("journal.a") > 0 })
+				return
+			}
+			time.Sleep(300 * time.Millisecond) // room for a turn nobody should take
+			if n := j.count("journal.a"); n != 0 {
+				t.Fatalf("a, with no message since its cursor, was read %d times", n)
+			}
+		})
 	}
-	e.publish("journal.b", "after")
-	j := &countingJournal{Journal: e.reader, reads: map[string]int{}}
-	startDaemon(t, e, j)
-	waitUntil(t, "the message", func() bool { return len(rc.bodies()) == 1 })
-	waitUntil(t, "a's turn too", func() bool { return j.count("journal.a") > 0 })
 }

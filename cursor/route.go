@@ -84,6 +84,38 @@ func (db *DB) WakeBehind(ctx context.Context, seq uint64) (int, error) {
 	}
 }
 
+// IdleFloor returns the lowest cursor among the idle registrations, after
+// flushing acknowledged progress; ok is false when none is idle. A bridge
+// that starts without knowing how far it followed the stream reads the
+// messages from there on and wakes their registrations, when they are
+// fewer than the registrations behind (see WakeBehind). It reads the first
+// idle-index key of each namespace, nothing more.
+func (db *DB) IdleFloor(ctx context.Context) (floor uint64, ok bool, err error) {
+	if err := db.Flush(ctx); err != nil {
+		return 0, false, err
+	}
+	err = db.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte(bucketIdle)).Cursor()
+		for k, _ := c.First(); k != nil; {
+			p := keyPrefix(k)
+			if p == nil || len(k) < len(p)+stampLen {
+				k, _ = c.Next()
+				continue
+			}
+			if seq := binary.BigEndian.Uint64(k[len(p):]); !ok || seq < floor {
+				floor, ok = seq, true
+			}
+			end := prefixEnd(p)
+			if end == nil {
+				break
+			}
+			k, _ = c.Seek(end)
+		}
+		return nil
+	})
+	return floor, ok, err
+}
+
 // MakeDue makes the active ones among ids due at once. A bridge stopping
 // calls it for the registrations it woke but did not serve, which only its
 // memory knew of, so the store alone tells the next start about them.

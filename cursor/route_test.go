@@ -207,3 +207,26 @@ func TestMakeDueWakesTheIdleOnly(t *testing.T) {
 	}
 	check(t, db)
 }
+
+func TestIdleFloorIsTheLowestIdleCursor(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	if _, ok, err := db.IdleFloor(ctx); err != nil || ok {
+		t.Fatalf("IdleFloor of an empty store: ok %v, %v", ok, err)
+	}
+	for id, next := range map[string]uint64{"o1": 9, "o2": 4, "parked": 2} {
+		create(t, db, on(id, "outbox", "journal."+id))
+		advance(t, db, id, cursor.Progress{NextSeq: next, Idle: true})
+	}
+	create(t, db, on("a1", "a2a", "journal.a2a.t"))
+	advance(t, db, "a1", cursor.Progress{NextSeq: 6, Idle: true})
+	create(t, db, on("due", "outbox", "journal.due")) // due, not idle, at 0
+	if err := db.Park(ctx, "parked", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	// Acknowledged, not flushed yet: IdleFloor flushes first.
+	advance(t, db, "o2", cursor.Progress{NextSeq: 5, Idle: true})
+	if floor, ok, err := db.IdleFloor(ctx); err != nil || !ok || floor != 5 {
+		t.Fatalf("IdleFloor = %d, %v, %v; want 5 (o2's cursor, parked and due rows aside)", floor, ok, err)
+	}
+}
