@@ -30,6 +30,7 @@ var conformance = map[string]func(t *testing.T, s cursor.Store, clk *clock){
 	"routes follow the rows":                    routesFollowRows,
 	"wake behind wakes only the idle behind":    wakeBehind,
 	"make due wakes the idle only":              makeDue,
+	"idle floor is the lowest idle cursor":      idleFloor,
 	"counts and backlog":                        countsAndBacklog,
 	"purge deletes old completed rows only":     purge,
 }
@@ -567,5 +568,32 @@ func purge(t *testing.T, s cursor.Store, clk *clock) {
 	}
 	if _, err := s.Purge(ctx, cursor.RetentionPolicy{CompletedMaxAge: -1}); err == nil {
 		t.Error("Purge with a negative age succeeded")
+	}
+}
+
+// idleFloorer is the capability the daemon uses to start without a mark.
+type idleFloorer interface {
+	IdleFloor(ctx context.Context) (uint64, bool, error)
+}
+
+func idleFloor(t *testing.T, s cursor.Store, _ *clock) {
+	ctx := context.Background()
+	f, ok := s.(idleFloorer)
+	if !ok {
+		t.Fatalf("%T cannot tell its idle floor", s)
+	}
+	if _, any, err := f.IdleFloor(ctx); err != nil || any {
+		t.Fatalf("idle floor of an empty store: %v, %v", any, err)
+	}
+	for id, next := range map[string]uint64{"o1": 9, "o2": 4, "parked": 2} {
+		create(t, s, on(id, "outbox", "journal."+id))
+		advance(t, s, id, cursor.Progress{NextSeq: next, Idle: true})
+	}
+	create(t, s, on("due", "outbox", "journal.due"))
+	flush(t, s)
+	must(t, s.Park(ctx, "parked", "gone"))
+	advance(t, s, "o2", cursor.Progress{NextSeq: 5, Idle: true}) // flushed by IdleFloor
+	if floor, any, err := f.IdleFloor(ctx); err != nil || !any || floor != 5 {
+		t.Fatalf("idle floor = %d, %v, %v; want 5", floor, any, err)
 	}
 }

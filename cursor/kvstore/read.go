@@ -212,6 +212,24 @@ func (s *Store) WakeBehind(ctx context.Context, seq uint64) (int, error) {
 	return n, nil
 }
 
+// IdleFloor returns the lowest cursor among the idle registrations, after
+// flushing acknowledged progress; ok is false when none is idle. As
+// cursor.DB's: a start that does not know how far the stream was followed
+// reads from there instead of waking every idle registration.
+func (s *Store) IdleFloor(ctx context.Context) (floor uint64, ok bool, err error) {
+	if err := s.Flush(ctx); err != nil {
+		return 0, false, err
+	}
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	for id := range s.idx.idle {
+		if seq := s.idx.rows[id].NextSeq; !ok || seq < floor {
+			floor, ok = seq, true
+		}
+	}
+	return floor, ok, nil
+}
+
 // MakeDue makes the idle active ones among ids due at once; missing ids
 // are skipped.
 func (s *Store) MakeDue(ctx context.Context, ids []string) error {
