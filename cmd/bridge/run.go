@@ -24,6 +24,7 @@ type runConfig struct {
 	natsURL        string
 	natsSecurity   natsClientFlags
 	embeddedListen string
+	cluster        embeddedCluster
 	stream         string
 	streamSubjects string
 	createStream   optionalBool
@@ -121,6 +122,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server to join (also NATS_URL); empty starts an embedded nats-server with JetStream")
 	c.natsSecurity.register(fs)
 	fs.StringVar(&c.embeddedListen, "embedded-listen", "127.0.0.1:4222", "client address of the embedded server")
+	c.cluster.register(fs)
 	fs.StringVar(&c.stream, "stream", "JOURNAL", "the journal stream")
 	fs.StringVar(&c.streamSubjects, "stream-subjects", "journal.>", "subjects (comma-separated) when the bridge creates the stream")
 	fs.Var(&c.createStream, "create-stream", "create the stream if missing (default true when embedded, false otherwise)")
@@ -220,5 +222,5 @@ func (c *runConfig) validate() error {
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
 		return fmt.Errorf("--stream %q is not a valid stream name", c.stream)
 	}
-	return nil
+	return c.cluster.validate(c.natsURL != "")
 }

@@ -82,6 +82,14 @@ var instanceName = regexp.MustCompile(`^[-_=a-zA-Z0-9]+$`)
 // defaultInstance is the host name with a random suffix, so two bridges
 // on one host never collide by default.
 func defaultInstance() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hostLabel() + "-" + hex.EncodeToString(b)
+}
+
+// hostLabel is the host name with every character a name of the cluster
+// (instance or server) cannot hold replaced by '-'; "bridge" without one.
+func hostLabel() string {
 	host, err := os.Hostname()
 	host = strings.Map(func(r rune) rune {
 		if r < 0x80 && instanceName.MatchString(string(r)) {
@@ -90,9 +98,7 @@ func defaultInstance() string {
 		return '-'
 	}, host)
 	if err != nil || host == "" {
-		host = "bridge"
+		return "bridge"
 	}
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return host + "-" + hex.EncodeToString(b)
+	return host
 }

@@ -77,6 +77,14 @@ func freePorts(t testing.TB, n int) []int {
 
 const portsFrom, portsTo = 20000, 32768
 
+// FreePorts returns n distinct free loopback ports, chosen as the
+// cluster's are, for servers that must know each other's ports before
+// any of them starts.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	return freePorts(t, n)
+}
+
 // start starts node i, on new ports if its own turn out to be taken
 // (another process's listener), at most three times.
 func (c *NATSCluster) start(i int) {
