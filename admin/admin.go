@@ -66,6 +66,9 @@ type Options struct {
 	// Ready reports readiness for /readyz; nil means always ready. Its
 	// error text becomes the reason in the 503 answer.
 	Ready func(ctx context.Context) error
+	// Cluster, with several bridges on one store, adds owner to every
+	// registration and serves GET /v1/cluster; nil runs alone.
+	Cluster Cluster
 	// Metrics is served at /metrics without a token; nil answers 404.
 	Metrics http.Handler
 	// Logger receives one line per change and per internal error; nil
@@ -84,6 +87,8 @@ type server struct {
 	bounds  *freshBounds
 	guard   Guard
 	waker   Waker
+	// clusterOf is nil for a bridge alone.
+	clusterOf Cluster
 	// tokenSum is the SHA-256 of the token: comparing fixed-length digests
 	// keeps the comparison constant-time in the token's length too.
 	tokenSum [sha256.Size]byte
@@ -107,17 +112,18 @@ func New(opts Options) http.Handler {
 		panic("admin: Options.Guard is nil")
 	}
 	s := &server{
-		store:    opts.Store,
-		journal:  opts.Journal,
-		bounds:   &freshBounds{journal: opts.Journal},
-		guard:    opts.Guard,
-		waker:    opts.Waker,
-		tokenSum: sha256.Sum256([]byte(opts.Token)),
-		hasToken: opts.Token != "",
-		ready:    opts.Ready,
-		metrics:  opts.Metrics,
-		log:      opts.Logger,
-		now:      opts.Clock,
+		store:     opts.Store,
+		journal:   opts.Journal,
+		bounds:    &freshBounds{journal: opts.Journal},
+		guard:     opts.Guard,
+		waker:     opts.Waker,
+		clusterOf: opts.Cluster,
+		tokenSum:  sha256.Sum256([]byte(opts.Token)),
+		hasToken:  opts.Token != "",
+		ready:     opts.Ready,
+		metrics:   opts.Metrics,
+		log:       opts.Logger,
+		now:       opts.Clock,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -33,7 +33,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	idem, err := idempotency(r, body)
+	idem, err := s.idempotency(r, body)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 		return storeError(err, reg.ID, "storing the registration")
 	}
 	if len(answer) == 0 { // no idempotency key: nothing was rendered yet
-		if answer, err = renderRegistration(stored); err != nil {
+		if answer, err = s.renderRegistration(stored); err != nil {
 			return fmt.Errorf("rendering the registration: %w", err)
 		}
 	}
@@ -86,7 +86,7 @@ func (s *server) newRegistration(ctx context.Context, req *registrationRequest) 
 func registrationPath(id string) string { return "/v1/registrations/" + url.PathEscape(id) }
 
 // idempotency binds a create to its Idempotency-Key header, if any.
-func idempotency(r *http.Request, body []byte) (*cursor.Idempotency, error) {
+func (s *server) idempotency(r *http.Request, body []byte) (*cursor.Idempotency, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
 		return nil, nil
@@ -98,7 +98,7 @@ func idempotency(r *http.Request, body []byte) (*cursor.Idempotency, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cursor.Idempotency{Key: key, Hash: hash, Answer: renderRegistration}, nil
+	return &cursor.Idempotency{Key: key, Hash: hash, Answer: s.renderRegistration}, nil
 }
 
 // newID names a registration created without an id: 96 random bits, so
@@ -121,7 +121,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := Page{Registrations: make([]Registration, 0, len(rows)), Next: next}
 	for _, reg := range rows {
-		out.Registrations = append(out.Registrations, viewOf(reg))
+		out.Registrations = append(out.Registrations, s.view(reg))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -163,7 +163,7 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeError(err, id, "reading the registration")
 	}
-	return writeRegistration(w, reg)
+	return s.writeRegistration(w, reg)
 }
 
 // replace answers PUT /v1/registrations/{id}: the whole configuration
@@ -188,7 +188,7 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.wake(id)
 	s.audit(r, "registration replaced", id)
-	return writeRegistration(w, reg)
+	return s.writeRegistration(w, reg)
 }
 
 // replacement validates a PUT body against the registration it replaces:
@@ -263,7 +263,7 @@ func (s *server) unpark(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.wake(id)
 	s.audit(r, "registration unparked", id)
-	return writeRegistration(w, reg)
+	return s.writeRegistration(w, reg)
 }
 
 // rewind answers POST /v1/registrations/{id}/rewind.
@@ -290,7 +290,7 @@ func (s *server) rewind(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.wake(id)
 	s.audit(r, "registration rewound", id, slog.Uint64("nextSeq", seq))
-	return writeRegistration(w, reg)
+	return s.writeRegistration(w, reg)
 }
 
 // pathID is the {id} of the path. An id the API could never have created
@@ -311,8 +311,8 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-func writeRegistration(w http.ResponseWriter, reg cursor.Registration) error {
-	body, err := renderRegistration(reg)
+func (s *server) writeRegistration(w http.ResponseWriter, reg cursor.Registration) error {
+	body, err := s.renderRegistration(reg)
 	if err != nil {
 		return fmt.Errorf("rendering the registration: %w", err)
 	}

@@ -31,6 +31,7 @@ func (s *server) routes() http.Handler {
 		{"POST", "/v1/registrations/{id}/unpark", v1(s.unpark)},
 		{"POST", "/v1/registrations/{id}/rewind", v1(s.rewind)},
 		{"POST", "/v1/purge", v1(s.purge)},
+		{"GET", "/v1/cluster", v1(s.cluster)},
 		{"GET", "/healthz", s.serve(s.healthz)},
 		{"GET", "/readyz", s.serve(s.readyz)},
 		{"GET", "/metrics", s.serve(s.serveMetrics)},

@@ -31,6 +31,9 @@ type Registration struct {
 	UpdatedAt       time.Time       `json:"updatedAt"`
 	CompletedAt     *time.Time      `json:"completedAt,omitempty"`
 	Delivered       uint64          `json:"delivered"`
+	// Owner is the bridge delivering the registration now, with several
+	// bridges on one store; empty while nobody holds it, absent alone.
+	Owner *string `json:"owner,omitempty"`
 }
 
 // Batch is a registration's batch limits; the ones left out take the
@@ -94,8 +97,19 @@ func utcOrNil(t time.Time) *time.Time {
 	return &t
 }
 
+// view is r as this bridge answers it: with its owner when bridges
+// share the store.
+func (s *server) view(r cursor.Registration) Registration {
+	v := viewOf(r)
+	if s.clusterOf != nil {
+		owner := s.clusterOf.Owner(r.ID)
+		v.Owner = &owner
+	}
+	return v
+}
+
 // renderRegistration is the body of every answer that is one
 // registration, including the one stored beside an idempotency key.
-func renderRegistration(r cursor.Registration) ([]byte, error) {
-	return encodeJSON(viewOf(r))
+func (s *server) renderRegistration(r cursor.Registration) ([]byte, error) {
+	return encodeJSON(s.view(r))
 }

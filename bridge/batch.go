@@ -81,7 +81,7 @@ func (w *Worker) drainBatches(ctx context.Context, t *turn, page *journal.Page, 
 	target := w.target(t.reg)
 	target.Format = "structured"
 	for i := range page.Records {
-		if w.stopping.Load() {
+		if w.halted(t.reg.ID) {
 			return true, nil
 		}
 		rec := &page.Records[i]

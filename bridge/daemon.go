@@ -45,6 +45,8 @@ type Daemon struct {
 	flushEvery time.Duration
 	flushKick  chan struct{}
 	identity   *identityWatch
+	// owner, when set, limits delivery to this bridge's share.
+	owner Ownership
 }
 
 // DefaultFlushInterval is how long an acknowledged cursor may wait to be
@@ -93,6 +95,9 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		d.scan = w.journal
 		w.advanced = d.kickFlush
 		w.recreated = d.checkIdentity
+		if d.owner != nil {
+			w.owns = d.owns
+		}
 		if d.identity != nil {
 			w.parkings = d.identity.parkings.Load
 		}
@@ -143,7 +148,7 @@ func (d *Daemon) Wake(ids ...string) {
 
 func (d *Daemon) route(reg cursor.Registration) {
 	w := d.workers[reg.Namespace]
-	if w == nil || reg.State != cursor.Active {
+	if w == nil || reg.State != cursor.Active || !d.owns(reg.ID) {
 		return
 	}
 	d.wild.add(reg.Subject)
@@ -167,6 +172,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { d.rewakeLoop(ctx) })
 	wg.Go(func() { d.tailLoop(ctx) })
+	if d.owner != nil {
+		wg.Go(func() { d.ownershipLoop(ctx) })
+	}
 	for _, w := range d.workers {
 		wg.Go(func() { _ = w.Run(ctx) })
 	}

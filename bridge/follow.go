@@ -251,7 +251,7 @@ func (d *Daemon) wakeRange(ctx context.Context, g gap) error {
 // turns, or marks them woken.
 func (d *Daemon) wakeSubject(ctx context.Context, subject string, seq uint64) {
 	start := func(id, ns string) {
-		if w := d.workers[ns]; w != nil {
+		if w := d.workers[ns]; w != nil && d.owns(id) {
 			w.startNow(id)
 		}
 	}

@@ -302,7 +302,7 @@ func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, 
 		w.sched.later(id)
 		return progress{}, false, err
 	}
-	if !w.due(reg, at) {
+	if !w.due(reg, at) || !w.mine(id) {
 		return progress{}, false, nil
 	}
 	p, more, err := w.serveTurn(ctx, reg, at, parked)

@@ -94,7 +94,10 @@ type Worker struct {
 	// registration: a turn that read its row before one and the journal
 	// after it must not deliver from the cursor it read.
 	parkings func() uint64
-	cache    *projectionCache
+	// owns, when set, says whether this bridge still delivers a
+	// registration (see Ownership); asked before every POST.
+	owns  func(id string) bool
+	cache *projectionCache
 }
 
 // Option configures a Worker.
@@ -323,7 +326,7 @@ func (w *Worker) target(reg cursor.Registration) projection.Target {
 func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop bool, err error) {
 	target := w.target(t.reg)
 	for i := range page.Records {
-		if w.stopping.Load() {
+		if w.halted(t.reg.ID) {
 			return true, nil
 		}
 		rec := &page.Records[i]
@@ -345,6 +348,15 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 	}
 	return false, nil
 }
+
+// halted reports that the turn must end before its next POST: the
+// worker is stopping, or the registration is no longer this bridge's.
+func (w *Worker) halted(id string) bool {
+	return w.stopping.Load() || !w.mine(id)
+}
+
+// mine reports whether this bridge delivers id (always, alone).
+func (w *Worker) mine(id string) bool { return w.owns == nil || w.owns(id) }
 
 // acknowledged records that everything up to lastSeq was answered 2xx.
 func (w *Worker) acknowledged(ctx context.Context, t *turn, lastSeq uint64, records, posts int, complete bool) error {
@@ -371,6 +383,12 @@ func (w *Worker) failed(ctx context.Context, t *turn, f failure) error {
 		// Shutdown abandoned the POST: not the receiver's failure, and the
 		// unacknowledged message is sent again on restart.
 		return ctx.Err()
+	}
+	if !w.mine(t.reg.ID) {
+		// The registration passed to another bridge during the POST:
+		// retrying or parking is its new owner's decision, and writing
+		// this one would reset the attempts that owner counts.
+		return nil
 	}
 	return w.fail(ctx, t.reg, t.at, t.attempts, f, &t.p)
 }

@@ -41,7 +41,8 @@ type Member struct {
 	held      map[int]*held
 	reported  []int // the owned set last signalled on changes
 
-	seen map[string]time.Time // live members: when last written
+	seen    map[string]time.Time // live members: when last written
+	holders map[int]string       // shard → the member its lease names, as watched
 
 	changes   chan struct{}
 	wake      chan struct{}
@@ -96,7 +97,7 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 	}
 	value, _ := json.Marshal(memberValue{Since: time.Now().UTC()})
 	m := &Member{cfg: cfg, value: value, margin: cfg.TTL / 5, held: make(map[int]*held),
-		seen: make(map[string]time.Time), changes: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		seen: make(map[string]time.Time), holders: make(map[int]string), changes: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 		listed: make(chan struct{}), quit: make(chan struct{})}
 	if m.members, err = bucket(ctx, js, cfg, "members"); err != nil {
 		return nil, err
@@ -167,6 +168,15 @@ func (m *Member) owned() []int {
 	}
 	slices.Sort(s)
 	return s
+}
+
+// Holder names the member whose lease on shard this member last saw,
+// empty when none: for display, as the watch of the leases has it (a
+// lease expiring shows once its marker arrives), never for ownership.
+func (m *Member) Holder(shard int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holders[shard]
 }
 
 // Changes signals, coalesced, whenever Shards changes; it is closed by

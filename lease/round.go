@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,10 +50,11 @@ func (m *Member) wakeUp() {
 // follow feeds every entry of kv, from the last value of each key on, to
 // on, watching again if the watch ends. The watch is read without pause:
 // nats.go's watcher stalls its delivery while its channel is full, and a
-// stalled watch reports members and releases late.
+// stalled watch reports members and releases late. Values are read too:
+// they are instance names and join times, and name each shard's holder.
 func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func()) {
 	for ctx.Err() == nil {
-		if w, err := kv.WatchAll(ctx, jetstream.MetaOnly()); err == nil {
+		if w, err := kv.WatchAll(ctx); err == nil {
 			feed(ctx, w, on, listed)
 			stopWatch(w)
 		}
@@ -120,7 +122,18 @@ func (m *Member) seeMember(e jetstream.KeyValueEntry) {
 // seeLease wakes the loop when a lease is released or expires (with
 // markers), so a shard this member should hold is taken at once.
 func (m *Member) seeLease(e jetstream.KeyValueEntry) {
-	if e.Operation() != jetstream.KeyValuePut {
+	shard, err := strconv.Atoi(e.Key())
+	put := e.Operation() == jetstream.KeyValuePut
+	if err == nil {
+		m.mu.Lock()
+		if put {
+			m.holders[shard] = string(e.Value())
+		} else {
+			delete(m.holders, shard)
+		}
+		m.mu.Unlock()
+	}
+	if !put {
 		m.wakeUp()
 	}
 }

@@ -21,6 +21,7 @@ import (
 // runConfig is every flag of `bridge run`.
 type runConfig struct {
 	dataDir        string
+	store          storeFlags
 	natsURL        string
 	natsSecurity   natsClientFlags
 	embeddedListen string
@@ -119,6 +120,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.dataDir, "data-dir", "./bridge-data", "directory for bridge.db, the embedded server's JetStream store and the admin token")
+	c.store.register(fs)
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server to join (also NATS_URL); empty starts an embedded nats-server with JetStream")
 	c.natsSecurity.register(fs)
 	fs.StringVar(&c.embeddedListen, "embedded-listen", "127.0.0.1:4222", "client address of the embedded server")
@@ -218,6 +220,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.flushInterval <= 0 || c.flushInterval > time.Minute {
 		return fmt.Errorf("--flush-interval must be positive and at most 1m, got %v: it is how much a crash repeats", c.flushInterval)
+	}
+	if err := c.store.validate(); err != nil {
+		return err
 	}
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {
 		return fmt.Errorf("--stream %q is not a valid stream name", c.stream)

@@ -38,13 +38,16 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
-	// The store first: a data dir held by another bridge must be refused
-	// before this one starts a second server on it.
-	db, err := cursor.Open(filepath.Join(c.dataDir, "bridge.db"))
-	if err != nil {
-		return err
+	// The bolt store first: a data dir held by another bridge must be
+	// refused before this one starts a second server on it.
+	var db *cursor.DB
+	if c.store.store == "bolt" {
+		var err error
+		if db, err = cursor.Open(filepath.Join(c.dataDir, "bridge.db")); err != nil {
+			return err
+		}
+		defer db.Close()
 	}
-	defer db.Close()
 
 	url, embedded, err := startEmbedded(c, log)
 	if err != nil {
@@ -79,6 +82,14 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	}
 	defer reader.Close()
 
+	stores := boltSet(db)
+	if db == nil {
+		if stores, err = joinCluster(ctx, c, js, log); err != nil {
+			return err
+		}
+	}
+	defer stores.close()
+
 	token, err := adminToken(c, log)
 	if err != nil {
 		return err
@@ -93,24 +104,26 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bridge.NewMetrics(registry)
-	registry.MustRegister(newStoreCollector(db, func(ctx context.Context) (uint64, error) {
+	registry.MustRegister(stores.metrics...)
+	registry.MustRegister(newStoreCollector(stores.gauges, func(ctx context.Context) (uint64, error) {
 		st, err := reader.Info(ctx)
 		return st.LastSeq, err
 	}))
 	registerJournalMetrics(registry, reader)
 
-	daemon, err := newDaemon(c, db, reader, sender, metrics, log)
+	daemon, err := newDaemon(c, stores, reader, sender, metrics, log)
 	if err != nil {
 		return err
 	}
 
 	api := admin.New(admin.Options{
-		Store:   db,
+		Store:   stores.store,
+		Cluster: stores.cluster,
 		Journal: journalBounds{reader},
 		Guard:   guard,
 		Waker:   daemon,
 		Token:   token,
-		Ready:   func(context.Context) error { return ready(nc) },
+		Ready:   func(ctx context.Context) error { return ready(ctx, nc, stores.ping) },
 		Metrics: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
 		Logger:  log,
 	})
@@ -140,7 +153,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	return nil
 }
 
-func newDaemon(c *runConfig, db *cursor.DB, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger) (*bridge.Daemon, error) {
+func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger) (*bridge.Daemon, error) {
 	source := c.ceSource
 	if source == "" {
 		source = "/jetstream/" + c.stream
@@ -151,6 +164,7 @@ func newDaemon(c *runConfig, db *cursor.DB, reader *journal.Reader, sender *webh
 		bridge.WithLogger(log),
 		bridge.WithMetrics(m),
 	}
+	db := stores.store
 	outbox, err := bridge.New(db, reader, sender,
 		cloudevents.New(cloudevents.WithStream(c.stream), cloudevents.WithSource(source), cloudevents.WithType(c.ceType)), opts...)
 	if err != nil {
@@ -164,10 +178,15 @@ func newDaemon(c *runConfig, db *cursor.DB, reader *journal.Reader, sender *webh
 		st, err := reader.Info(ctx)
 		return st.Created, err
 	}
-	return bridge.NewDaemon(db, reader, []*bridge.Worker{outbox, push},
+	opts2 := []bridge.DaemonOption{
 		bridge.WithDaemonLogger(log),
 		bridge.WithFlushInterval(c.flushInterval),
-		bridge.WithStreamIdentity(c.stream, created, db)), nil
+		bridge.WithStreamIdentity(c.stream, created, stores.meta),
+	}
+	if stores.owner != nil {
+		opts2 = append(opts2, bridge.WithOwnership(stores.owner))
+	}
+	return bridge.NewDaemon(db, reader, []*bridge.Worker{outbox, push}, opts2...), nil
 }
 
 // connectNATS connects with the usual client security and reconnects
@@ -205,11 +224,15 @@ func connectNATS(c *runConfig, url string, embedded *server.Server, log *slog.Lo
 	return nc, nil
 }
 
-func ready(nc *nats.Conn) error {
+// ready says whether the bridge can work now: NATS connected and the
+// store answering, each asked within a couple of seconds.
+func ready(ctx context.Context, nc *nats.Conn, store func(context.Context) error) error {
 	if s := nc.Status(); s != nats.CONNECTED {
 		return fmt.Errorf("NATS is %s", strings.ToLower(s.String()))
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return store(ctx)
 }
 
 // adminToken returns the configured token, or the one in

@@ -82,6 +82,7 @@ type Store struct {
 	now              func() time.Time
 	log              *slog.Logger
 	flushConcurrency int
+	dueFilter        func(id string) bool
 
 	keyLocks [256]sync.Mutex
 	idx      index
@@ -117,6 +118,7 @@ type options struct {
 	flushInterval    time.Duration
 	flushConcurrency int
 	logger           *slog.Logger
+	dueFilter        func(id string) bool
 }
 
 // WithPrefix names the buckets <prefix>_regs, <prefix>_idem and
@@ -150,6 +152,14 @@ func WithFlushConcurrency(n int) Option {
 	}
 }
 
+// WithDueFilter makes Due return only the rows keep reports true for, so
+// a bridge sharing the store with others asks for the registrations it
+// delivers and is not handed, earliest first, rows it must skip — which
+// would crowd its own out of every limit. keep must not block.
+func WithDueFilter(keep func(id string) bool) Option {
+	return func(o *options) { o.dueFilter = keep }
+}
+
 // WithLogger is where the background flusher and the watch report trouble.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
@@ -173,6 +183,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 		now:              func() time.Time { return o.clock().UTC() },
 		log:              o.logger,
 		flushConcurrency: o.flushConcurrency,
+		dueFilter:        o.dueFilter,
 		idx:              newIndex(),
 	}
 	var err error
@@ -181,7 +192,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 		name string
 	}{{&s.regs, "_regs"}, {&s.idem, "_idem"}, {&s.meta, "_meta"}} {
 		cfg := jetstream.KeyValueConfig{Bucket: o.prefix + b.name, History: 1, Replicas: o.replicas}
-		if *b.kv, err = js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		if *b.kv, err = openBucket(ctx, js, cfg, s.log); err != nil {
 			return nil, fmt.Errorf("kvstore: bucket %s (%d replicas): %w", cfg.Bucket, o.replicas, err)
 		}
 	}

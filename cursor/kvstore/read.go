@@ -81,6 +81,9 @@ func (s *Store) Due(ctx context.Context, at time.Time, limit int, ns string) (cu
 		if len(out.Rows) >= limit || k.at > end {
 			break
 		}
+		if s.dueFilter != nil && !s.dueFilter(k.id) {
+			continue
+		}
 		if r := s.overlay(*s.idx.rows[k.id]); isDue(&r) && !r.NextAttemptAt.After(at) {
 			out.Rows = append(out.Rows, r)
 		}
@@ -369,4 +372,23 @@ func (s *Store) idemBefore(ctx context.Context, cut time.Time) ([]keyRev, error)
 		}
 	}
 	return out, nil
+}
+
+// EachID calls fn with the id of every registration in the index, in no
+// order, for counts by shard; fn must not call the store.
+func (s *Store) EachID(fn func(id string)) {
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	for id := range s.idx.rows {
+		fn(id)
+	}
+}
+
+// Ping asks the server for the registrations bucket's status: it fails
+// while the bucket has no leader or the server cannot be reached.
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.regs.Status(ctx); err != nil {
+		return fmt.Errorf("the key-value store %s cannot be reached: %w", s.regs.Bucket(), err)
+	}
+	return nil
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetstream-bridge/bridge/admin"
+	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/cursor/kvstore"
+	"github.com/jetstream-bridge/bridge/lease"
+)
+
+// setupWait bounds joining the cluster and opening its buckets: bridges
+// starting together on a fresh cluster wait for each other's creates and
+// for JetStream's leaders, and a cluster that never settles is an error.
+const setupWait = time.Minute
+
+// storeSet is the cursor store serve runs on and what comes with it:
+// alone, the bbolt file; in a cluster, the kv store and this bridge's
+// lease on its share.
+type storeSet struct {
+	store   cursor.Store
+	meta    bridge.Meta
+	gauges  gaugeStore
+	owner   bridge.Ownership // nil alone
+	cluster admin.Cluster    // nil alone
+	ping    func(context.Context) error
+	metrics []prometheus.Collector
+	close   func()
+}
+
+func boltSet(db *cursor.DB) *storeSet {
+	return &storeSet{store: db, meta: db, gauges: db, ping: func(context.Context) error { return nil }, close: func() {}}
+}
+
+// joinCluster takes this bridge's place among the bridges of the kv
+// store: the lease first, since it refuses a taken --instance and too
+// many replicas with the numbers, then the store, asking its due index
+// only for the registrations this bridge holds.
+func joinCluster(ctx context.Context, c *runConfig, js jetstream.JetStream, log *slog.Logger) (*storeSet, error) {
+	ctx, cancel := context.WithTimeout(ctx, setupWait)
+	defer cancel()
+	m, err := lease.Join(ctx, js, lease.Config{
+		Instance: c.store.instance,
+		Bucket:   c.store.kv.bucket,
+		TTL:      c.store.leaseTTL,
+		Replicas: c.store.kv.replicas,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("joining the bridges of bucket %s as %q: %w", c.store.kv.bucket, c.store.instance, err)
+	}
+	own := &shares{m: m, shards: lease.DefaultShards}
+	kv, err := kvstore.Open(ctx, js,
+		kvstore.WithPrefix(c.store.kv.bucket),
+		kvstore.WithReplicas(c.store.kv.replicas),
+		kvstore.WithLogger(log),
+		kvstore.WithDueFilter(own.ownsID))
+	if err != nil {
+		closeMember(m, log)
+		return nil, err
+	}
+	info := &clusterInfo{m: m, kv: kv, own: own, self: c.store.instance, replicas: c.store.kv.replicas}
+	log.Info("joined the bridges of the kv store", "instance", c.store.instance, "bucket", c.store.kv.bucket,
+		"replicas", c.store.kv.replicas, "leaseTTL", c.store.leaseTTL)
+	return &storeSet{
+		store: kv, meta: kv, gauges: kv, owner: own, cluster: info,
+		ping:    kv.Ping,
+		metrics: clusterMetrics(m, kv),
+		close: func() {
+			// The store first: its last flush must land while this
+			// bridge still holds the leases that make the writes its own.
+			if err := kv.Close(); err != nil {
+				log.Error("closing the kv store", "error", err)
+			}
+			closeMember(m, log)
+		},
+	}, nil
+}
+
+// closeMember releases every lease, so the others take over within round
+// trips instead of a TTL.
+func closeMember(m *lease.Member, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		log.Error("releasing the leases; the other bridges take over when they expire", "error", err)
+	}
+}
+
+// shares is a lease member as the daemon sees it (bridge.Ownership).
+type shares struct {
+	m      *lease.Member
+	shards int
+}
+
+func (s *shares) Shard(id string) int { return lease.ShardOf(id, s.shards) }
+
+func (s *shares) Owns(shard int) bool {
+	_, ok := s.m.Owns(shard)
+	return ok
+}
+
+func (s *shares) ownsID(id string) bool    { return s.Owns(s.Shard(id)) }
+func (s *shares) Shards() []int            { return s.m.Shards() }
+func (s *shares) Changes() <-chan struct{} { return s.m.Changes() }
+
+// clusterInfo answers the admin API's questions about the cluster.
+type clusterInfo struct {
+	m        *lease.Member
+	kv       *kvstore.Store
+	own      *shares
+	self     string
+	replicas int
+}
+
+func (c *clusterInfo) Owner(id string) string { return c.m.Holder(c.own.Shard(id)) }
+func (c *clusterInfo) Replicas() int          { return c.replicas }
+
+func (c *clusterInfo) Instances(ctx context.Context) ([]admin.Instance, error) {
+	members, err := c.m.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	perShard := make([]int, c.own.shards)
+	c.kv.EachID(func(id string) { perShard[c.own.Shard(id)]++ })
+	out := make([]admin.Instance, 0, len(members))
+	for _, mi := range members {
+		n := 0
+		for _, s := range mi.Shards {
+			n += perShard[s]
+		}
+		out = append(out, admin.Instance{Name: mi.Name, Registrations: n, Since: mi.Since.UTC(), Self: mi.Name == c.self})
+	}
+	return out, nil
+}
+
+// clusterMetrics are the lease and fencing counters of a clustered bridge.
+func clusterMetrics(m *lease.Member, kv *kvstore.Store) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bridge_leases_held", Help: "Shard leases this bridge holds."},
+			func() float64 { return float64(m.Stats().Held) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bridge_lease_takeovers_total", Help: "Shards this bridge took: released by, or expired from, another holder."},
+			func() float64 { return float64(m.Stats().Takeovers) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bridge_lease_renewals_failed_total", Help: "Lease renewals refused or unanswered."},
+			func() float64 { return float64(m.Stats().RenewalsFailed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bridge_fenced_writes_total", Help: "Cursor writes refused because another bridge moved the registration since: a bridge paused past its lease."},
+			func() float64 { return float64(kv.FencedWrites()) }),
+	}
+}

@@ -1,0 +1,70 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// openBucket binds the bucket, creating it when it is missing, and waits
+// (until ctx ends, logging why) while bridges starting together race to
+// create it. An existing bucket's configuration is left as it is.
+//
+// Its stream then answers reads from the leader only: with direct gets a
+// lagging replica may answer a Get made just after another bridge's write
+// was acknowledged with the value before it, and the admin API promises
+// that a write is visible through every bridge once it has answered.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, log *slog.Logger) (jetstream.KeyValue, error) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		kv, err := js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, cfg)
+		}
+		if err == nil {
+			return leaderReads(ctx, js, kv)
+		}
+		if !retriable(err) {
+			return nil, err
+		}
+		log.Info("kvstore: waiting for bucket", "bucket", cfg.Bucket, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retriable reports errors of a cluster still settling: a create lost to
+// another bridge's, JetStream without a leader yet, a request timing out.
+// A refusal such as more replicas than servers is not.
+func retriable(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.Code == 503 {
+		return true
+	}
+	return errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+}
+
+// leaderReads turns off direct gets on the bucket's stream and binds the
+// bucket again, so that its Gets go to the stream leader.
+func leaderReads(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (jetstream.KeyValue, error) {
+	st, err := js.Stream(ctx, "KV_"+kv.Bucket())
+	if err != nil {
+		return nil, err
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return kv, nil
+	}
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return js.KeyValue(ctx, kv.Bucket())
+}

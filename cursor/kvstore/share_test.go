@@ -1,0 +1,50 @@
+package kvstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Due with a filter skips the rows the filter refuses without counting
+// them against the limit: a bridge holding a third of the shards is not
+// handed the earliest rows of the other two thirds in place of its own.
+func TestDueFilterLeavesOtherBridgesRowsOut(t *testing.T) {
+	url := startNATS(t)
+	mine := func(id string) bool { return strings.HasPrefix(id, "m") }
+	s := openKV(t, url, WithDueFilter(mine))
+	for _, id := range []string{"o1", "o2", "o3", "m1", "o4", "m2"} {
+		r := reg(id, "outbox")
+		r.NextAttemptAt = t0
+		create(t, s, r)
+	}
+	ids, _ := dueIDs(t, s, t0.Add(time.Second), 2, "outbox")
+	if !slices.Equal(ids, []string{"m1", "m2"}) {
+		t.Fatalf("Due with a filter and limit 2 = %v, want [m1 m2]", ids)
+	}
+}
+
+// A bucket's stream answers Gets from its leader only, so a read through
+// one bridge right after another's write never sees a lagging replica.
+func TestBucketsReadFromTheLeader(t *testing.T) {
+	url := startNATS(t)
+	openKV(t, url)
+	js := connect(t, url)
+	for _, b := range []string{"_regs", "_idem", "_meta"} {
+		st, err := js.Stream(context.Background(), "KV_"+DefaultPrefix+b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.CachedInfo().Config.AllowDirect {
+			t.Errorf("bucket %s allows direct gets: a replica may answer stale", DefaultPrefix+b)
+		}
+	}
+	// Opened again, as a second bridge does, the buckets are bound and
+	// left as they are.
+	s2 := openKV(t, url)
+	if _, err := s2.Get(context.Background(), "nobody"); err == nil {
+		t.Fatal("Get of a missing id succeeded")
+	}
+}
