@@ -17,15 +17,18 @@ import (
 // went unannounced, and their subjects say whom to wake: a restart costs
 // what those messages need, not a turn of every idle registration.
 //
-// Across a clean stop, next is kept in the store's meta (the mark) with
-// the creation time of the stream it counts in, and it promises that
-// every registration idle in the store received every message below it:
+// Across a clean stop of a bridge alone, next is kept in the store's meta
+// (the mark) with the creation time of the stream it counts in, and it
+// promises that every registration idle in the store received every
+// message below it:
 // registrations woken but not yet served are made due in the store before
 // the mark is written. The mark is removed as the daemon starts, so a
 // crash, which loses the woken set, leaves none; the next start then
 // wakes the registrations of every message from the lowest idle cursor on
 // or, when those messages are too many, every idle registration behind
-// the tail (see wakeBehind).
+// the tail (see wakeBehind). Bridges sharing a store keep no mark: no one
+// of them followed the stream for all registrations, and each wakes every
+// registration of a shard it gains instead.
 type follow struct {
 	next atomic.Uint64 // 0: unknown
 
@@ -86,7 +89,7 @@ func markKey(stream string) string { return "followed/" + stream }
 // loadMark takes the mark a clean stop left, if it counts in the stream
 // in force now, and removes it.
 func (d *Daemon) loadMark(ctx context.Context) error {
-	if d.identity == nil {
+	if d.identity == nil || d.owner != nil {
 		return nil
 	}
 	meta, key := d.identity.meta, markKey(d.identity.stream)
@@ -114,7 +117,7 @@ func (d *Daemon) loadMark(ctx context.Context) error {
 // cursor is durable: the registrations woken and not served become due,
 // so the mark's promise holds for every idle one.
 func (d *Daemon) saveMark(ctx context.Context) error {
-	if d.identity == nil || !d.follow.settled() {
+	if d.identity == nil || d.owner != nil || !d.follow.settled() {
 		return nil
 	}
 	next := d.follow.next.Load()
@@ -180,6 +183,12 @@ func (d *Daemon) rewake(ctx context.Context, g gap) error {
 		defer w.sched.poke()
 	}
 	if g.from == 0 {
+		if d.owner != nil {
+			// Sharing the store, this bridge wakes every registration
+			// of each shard it gains (see ownershipLoop); waking the
+			// idle ones of all shards would write rows it does not own.
+			return nil
+		}
 		return d.wakeBehind(ctx, g.to)
 	}
 	if g.from >= g.to || d.scan == nil {
