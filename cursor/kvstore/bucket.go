@@ -3,6 +3,7 @@ package kvstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -20,12 +21,9 @@ import (
 // that a write is visible through every bridge once it has answered.
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, log *slog.Logger) (jetstream.KeyValue, error) {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		kv, err := js.KeyValue(ctx, cfg.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(ctx, cfg)
-		}
+		kv, err := bindOrCreate(ctx, js, cfg)
 		if err == nil {
-			return leaderReads(ctx, js, kv)
+			return kv, nil
 		}
 		if !retriable(err) {
 			return nil, err
@@ -39,6 +37,53 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	}
 }
 
+// attemptWait bounds one attempt: a create racing another's in a cluster
+// can go unanswered, and waiting for it the whole setup would be waiting
+// for nothing.
+const attemptWait = 2 * time.Second
+
+func bindOrCreate(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptWait)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err = js.CreateStream(ctx, bucketStream(cfg)); err != nil {
+			return nil, fmt.Errorf("creating: %w", err)
+		}
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("binding: %w", err)
+	}
+	if kv, err = leaderReads(ctx, js, kv); err != nil {
+		return nil, fmt.Errorf("turning direct gets off: %w", err)
+	}
+	return kv, nil
+}
+
+// bucketStream is the stream of a key-value bucket as nats.go's
+// CreateKeyValue makes it (ADR-8), but answering reads from its leader
+// only (see openBucket). Created so, racing creates by bridges starting
+// together carry one configuration, and none has to update it.
+func bucketStream(cfg jetstream.KeyValueConfig) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              "KV_" + cfg.Bucket,
+		Subjects:          []string{"$KV." + cfg.Bucket + ".>"},
+		MaxMsgsPerSubject: int64(max(cfg.History, 1)),
+		MaxBytes:          -1,
+		MaxMsgSize:        -1,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          max(cfg.Replicas, 1),
+		AllowRollup:       true,
+		DenyDelete:        true,
+		Duplicates:        2 * time.Minute,
+		Discard:           jetstream.DiscardNew,
+		AllowDirect:       false,
+	}
+}
+
 // retriable reports errors of a cluster still settling: a create lost to
 // another bridge's, JetStream without a leader yet, a request timing out.
 // A refusal such as more replicas than servers is not.
@@ -48,7 +93,7 @@ func retriable(err error) bool {
 		return true
 	}
 	return errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
-		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }
 
 // leaderReads turns off direct gets on the bucket's stream and binds the

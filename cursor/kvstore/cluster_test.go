@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,5 +67,39 @@ func TestOnAThreeNodeCluster(t *testing.T) {
 	}
 	if r := get(t, b, "x"); r.NextSeq != 12 || r.Delivered != 12 {
 		t.Fatalf("after the leader's loss: %+v", r)
+	}
+}
+
+// Bridges starting together on a fresh cluster race to create the
+// buckets; each waits for the others' creates instead of failing, and a
+// write through one is read at once through another, from the leader.
+func TestOpenRacesOnAFreshCluster(t *testing.T) {
+	c := testutil.Cluster(t, 3)
+	stores := make([]*Store, 3)
+	errs := make(chan error, len(stores))
+	for i := range stores {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			s, err := Open(ctx, testutil.JetStream(t, c.ClientURLs()))
+			if err == nil {
+				stores[i] = s
+				t.Cleanup(func() { _ = s.Close() })
+			}
+			errs <- err
+		}()
+	}
+	for range stores {
+		if err := <-errs; err != nil {
+			t.Fatalf("Open racing two others on a fresh cluster: %v", err)
+		}
+	}
+	for i, s := range stores {
+		id := fmt.Sprintf("r%d", i)
+		create(t, s, reg(id, "outbox"))
+		next := stores[(i+1)%len(stores)]
+		if got := get(t, next, id); got.ID != id {
+			t.Fatalf("Get(%q) through another store = %+v", id, got)
+		}
 	}
 }
