@@ -85,7 +85,8 @@ func bucketStream(cfg jetstream.KeyValueConfig) jetstream.StreamConfig {
 }
 
 // retriable reports errors of a cluster still settling: a create lost to
-// another bridge's, JetStream without a leader yet, a request timing out.
+// another bridge's, a stream just created and not yet found, JetStream
+// without a leader yet, a request timing out.
 // A refusal such as more replicas than servers is not.
 func retriable(err error) bool {
 	var api *jetstream.APIError
@@ -93,6 +94,7 @@ func retriable(err error) bool {
 		return true
 	}
 	return errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+		errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }
 
