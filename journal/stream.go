@@ -24,6 +24,17 @@ func (e *NotFoundError) Error() string {
 // Is makes errors.Is(err, jetstream.ErrStreamNotFound) hold.
 func (e *NotFoundError) Is(target error) bool { return target == jetstream.ErrStreamNotFound }
 
+// StreamOption adjusts the stream EnsureStream creates; an existing
+// stream is never changed.
+type StreamOption func(*jetstream.StreamConfig)
+
+// StreamReplicas creates the stream with n replicas: bridges that share a
+// cluster so that any server may die need the journal to survive that
+// loss as their store's buckets do.
+func StreamReplicas(n int) StreamOption {
+	return func(c *jetstream.StreamConfig) { c.Replicas = n }
+}
+
 // EnsureStream returns the journal stream, creating it when create is true
 // and it is missing.
 //
@@ -35,7 +46,7 @@ func (e *NotFoundError) Is(target error) bool { return target == jetstream.ErrSt
 // Without create, a missing stream is a *NotFoundError naming the stream
 // and the server, so the operator learns what to fix instead of waiting on
 // a bridge that delivers nothing.
-func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, create bool) (jetstream.Stream, error) {
+func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, create bool, opts ...StreamOption) (jetstream.Stream, error) {
 	if err := validateStreamName(name); err != nil {
 		return nil, err
 	}
@@ -53,13 +64,17 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	if len(subjects) == 0 {
 		return nil, fmt.Errorf("journal: cannot create stream %s without subjects", name)
 	}
-	s, err = js.CreateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:        name,
 		Description: "journal read by the webhook bridge",
 		Subjects:    subjects,
 		Storage:     jetstream.FileStorage,
 		AllowDirect: true,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err = js.CreateStream(ctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		// Another process created it between the lookup and the create.
 		return js.Stream(ctx, name)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/jetstream-bridge/bridge/journal"
 )
 
 // embeddedClusterName is the cluster name of every embedded server: routes
@@ -199,4 +201,15 @@ func waitClusterReady(ns *server.Server, timeout time.Duration, log *slog.Logger
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
+}
+
+// journalReplicas gives a journal the bridge creates the replicas of the
+// kv store's buckets: three bridges on a cluster of their embedded servers
+// would otherwise keep every message on one server, and lose the journal
+// with the bridge that holds it.
+func journalReplicas(c *runConfig) journal.StreamOption {
+	if c.store.store != "kv" {
+		return journal.StreamReplicas(1)
+	}
+	return journal.StreamReplicas(c.store.kv.replicas)
 }

@@ -73,7 +73,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if !c.createStream.set {
 		create = embedded != nil
 	}
-	if _, err := journal.EnsureStream(ctx, js, c.stream, splitList(c.streamSubjects), create); err != nil {
+	if _, err := journal.EnsureStream(ctx, js, c.stream, splitList(c.streamSubjects), create, journalReplicas(c)); err != nil {
 		return err
 	}
 	reader, err := journal.NewReader(nc, c.stream, journal.WithLogger(log))
