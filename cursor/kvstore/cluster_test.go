@@ -3,6 +3,7 @@ package kvstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,33 @@ func TestOpenRacesOnAFreshCluster(t *testing.T) {
 		if got := get(t, next, id); got.ID != id {
 			t.Fatalf("Get(%q) through another store = %+v", id, got)
 		}
+	}
+}
+
+// A store whose cluster lost its quorum says so when pinged, naming the
+// bucket, although the server it is connected to still answers: /readyz
+// reports it instead of a bridge that looks ready and takes no write.
+func TestPingFailsWithoutAQuorum(t *testing.T) {
+	c := testutil.Cluster(t, 3)
+	s, err := Open(context.Background(), testutil.JetStream(t, c.Servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	must(t, s.Ping(context.Background()))
+	c.Stop(1)
+	c.Stop(2)
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.Ping(ctx)
+		cancel()
+		if err != nil && strings.Contains(err.Error(), "BRIDGE_regs") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ping with two of three servers down: %v, want an error naming BRIDGE_regs", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -385,10 +385,18 @@ func (s *Store) EachID(fn func(id string)) {
 }
 
 // Ping asks the server for the registrations bucket's status: it fails
-// while the bucket has no leader or the server cannot be reached.
+// while the server cannot be reached or the bucket's stream has no
+// leader. A server cut off from its cluster still answers the status of
+// its replica, with no leader named, and then takes no write.
 func (s *Store) Ping(ctx context.Context) error {
-	if _, err := s.regs.Status(ctx); err != nil {
+	st, err := s.regs.Status(ctx)
+	if err != nil {
 		return fmt.Errorf("the key-value store %s cannot be reached: %w", s.regs.Bucket(), err)
+	}
+	if b, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		if c := b.StreamInfo().Cluster; c != nil && c.Leader == "" {
+			return fmt.Errorf("the key-value store %s has no leader: the NATS cluster has lost its quorum or is electing one", s.regs.Bucket())
+		}
 	}
 	return nil
 }
