@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/cursor/kvstore"
+	"github.com/jetstream-bridge/bridge/journal"
 	"github.com/jetstream-bridge/bridge/lease"
 )
 
@@ -153,4 +156,44 @@ func clusterMetrics(m *lease.Member, kv *kvstore.Store) []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bridge_fenced_writes_total", Help: "Cursor writes refused because another bridge moved the registration since: a bridge paused past its lease."},
 			func() float64 { return float64(kv.FencedWrites()) }),
 	}
+}
+
+// ensureJournal finds or creates the journal stream, waiting (bounded by
+// setupWait, logging why) while a cluster settles: bridges starting
+// together on a fresh cluster race to create it, and a create that loses
+// the race can go unanswered.
+func ensureJournal(ctx context.Context, c *runConfig, js jetstream.JetStream, create bool, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, setupWait)
+	defer cancel()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := journal.EnsureStream(actx, js, c.stream, splitList(c.streamSubjects), create, journalReplicas(c))
+		acancel()
+		if err == nil || !settling(err) {
+			return err
+		}
+		log.Info("waiting for the journal stream", "stream", c.stream, "error", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// settling reports errors of a NATS cluster that is still forming or
+// electing: no answer in time, no JetStream responder, 503, a stream
+// another bridge just created not found yet. A stream missing that the
+// bridge may not create is not: the operator has to.
+func settling(err error) bool {
+	var api *jetstream.APIError
+	var missing *journal.NotFoundError
+	switch {
+	case errors.As(err, &missing):
+		return false
+	case errors.As(err, &api) && api.Code == 503:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrStreamNotFound)
 }

@@ -69,19 +69,8 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	create := c.createStream.value
-	if !c.createStream.set {
-		create = embedded != nil
-	}
-	if _, err := journal.EnsureStream(ctx, js, c.stream, splitList(c.streamSubjects), create, journalReplicas(c)); err != nil {
-		return err
-	}
-	reader, err := journal.NewReader(nc, c.stream, journal.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	defer reader.Close()
-
+	// The cluster before the journal: joining refuses a taken --instance
+	// and more replicas than servers with the numbers.
 	stores := boltSet(db)
 	if db == nil {
 		if stores, err = joinCluster(ctx, c, js, log); err != nil {
@@ -89,6 +78,19 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 		}
 	}
 	defer stores.close()
+
+	create := c.createStream.value
+	if !c.createStream.set {
+		create = embedded != nil
+	}
+	if err := ensureJournal(ctx, c, js, create, log); err != nil {
+		return err
+	}
+	reader, err := journal.NewReader(nc, c.stream, journal.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
 
 	token, err := adminToken(c, log)
 	if err != nil {
