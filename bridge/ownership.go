@@ -29,6 +29,14 @@ func WithOwnership(o Ownership) DaemonOption {
 	return func(d *Daemon) { d.owner = o }
 }
 
+// DueNow tells the worker of namespace ns that rows became due now
+// through another bridge (see Worker.DueNow). Safe to call before Run.
+func (d *Daemon) DueNow(ns string) {
+	if w := d.workers[ns]; w != nil {
+		w.DueNow()
+	}
+}
+
 // owns reports whether this bridge delivers id now.
 func (d *Daemon) owns(id string) bool {
 	return d.owner == nil || d.owner.Owns(d.owner.Shard(id))

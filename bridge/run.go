@@ -48,8 +48,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			readDue = true
 		case <-w.sched.kick:
 			// Due rows left waiting for a slot are read again as soon as
-			// a turn ends; otherwise the tick is soon enough.
-			readDue = more
+			// a turn ends, and rows another bridge made due at once;
+			// otherwise the tick is soon enough.
+			readDue = more || w.dueNow.Swap(false)
 		}
 	}
 }
@@ -97,6 +98,14 @@ func (w *Worker) serveWhileWoken(run, turnCtx context.Context, id string) {
 			return
 		}
 	}
+}
+
+// DueNow tells the worker that rows of its store became due now without
+// a Wake — written through another bridge sharing the store — so it
+// reads its due index at once instead of at the next tick.
+func (w *Worker) DueNow() {
+	w.dueNow.Store(true)
+	w.sched.poke()
 }
 
 // startNow hands a registration a journal message just woke straight to

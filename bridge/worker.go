@@ -83,6 +83,8 @@ type Worker struct {
 	// message boundary, so a clean stop waits for the POSTs in flight and
 	// not for whole pages of backlog.
 	stopping atomic.Bool
+	// dueNow asks Run to read the due index at its next wakeup.
+	dueNow atomic.Bool
 	// advanced is told of every acknowledged cursor move, so the daemon
 	// flushes when there is something to flush and sleeps otherwise.
 	advanced func()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,21 @@ type storeSet struct {
 	ping    func(context.Context) error
 	metrics []prometheus.Collector
 	close   func()
+	// due relays the kv store's news of rows made due through other
+	// bridges to the daemon, which exists only once the store does.
+	due dueRelay
+}
+
+// dueRelay forwards to the daemon once attached; before, nothing runs
+// that could miss it, since the daemon reads its due index as it starts.
+type dueRelay struct{ d atomic.Pointer[bridge.Daemon] }
+
+func (r *dueRelay) attach(d *bridge.Daemon) { r.d.Store(d) }
+
+func (r *dueRelay) dueNow(ns string) {
+	if d := r.d.Load(); d != nil {
+		d.DueNow(ns)
+	}
 }
 
 func boltSet(db *cursor.DB) *storeSet {
@@ -60,7 +76,9 @@ func joinCluster(ctx context.Context, c *runConfig, js jetstream.JetStream, log 
 		return nil, fmt.Errorf("joining the bridges of bucket %s as %q: %w", c.store.kv.bucket, c.store.instance, err)
 	}
 	own := &shares{m: m, shards: lease.DefaultShards}
+	set := &storeSet{owner: own}
 	kv, err := kvstore.Open(ctx, js,
+		kvstore.WithOnDue(set.due.dueNow),
 		kvstore.WithPrefix(c.store.kv.bucket),
 		kvstore.WithReplicas(c.store.kv.replicas),
 		kvstore.WithLogger(log),
@@ -72,19 +90,18 @@ func joinCluster(ctx context.Context, c *runConfig, js jetstream.JetStream, log 
 	info := &clusterInfo{m: m, kv: kv, own: own, self: c.store.instance, replicas: c.store.kv.replicas}
 	log.Info("joined the bridges of the kv store", "instance", c.store.instance, "bucket", c.store.kv.bucket,
 		"replicas", c.store.kv.replicas, "leaseTTL", c.store.leaseTTL)
-	return &storeSet{
-		store: kv, meta: kv, gauges: kv, owner: own, cluster: info,
-		ping:    kv.Ping,
-		metrics: clusterMetrics(m, kv),
-		close: func() {
-			// The store first: its last flush must land while this
-			// bridge still holds the leases that make the writes its own.
-			if err := kv.Close(); err != nil {
-				log.Error("closing the kv store", "error", err)
-			}
-			closeMember(m, log)
-		},
-	}, nil
+	set.store, set.meta, set.gauges, set.cluster = kv, kv, kv, info
+	set.ping = kv.Ping
+	set.metrics = clusterMetrics(m, kv)
+	set.close = func() {
+		// The store first: its last flush must land while this bridge
+		// still holds the leases that make the writes its own.
+		if err := kv.Close(); err != nil {
+			log.Error("closing the kv store", "error", err)
+		}
+		closeMember(m, log)
+	}
+	return set, nil
 }
 
 // closeMember releases every lease, so the others take over within round

@@ -117,6 +117,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	stores.due.attach(daemon)
 
 	api := admin.New(admin.Options{
 		Store:   stores.store,

@@ -83,6 +83,7 @@ type Store struct {
 	log              *slog.Logger
 	flushConcurrency int
 	dueFilter        func(id string) bool
+	onDue            func(ns string)
 
 	keyLocks [256]sync.Mutex
 	idx      index
@@ -119,6 +120,7 @@ type options struct {
 	flushConcurrency int
 	logger           *slog.Logger
 	dueFilter        func(id string) bool
+	onDue            func(ns string)
 }
 
 // WithPrefix names the buckets <prefix>_regs, <prefix>_idem and
@@ -160,6 +162,14 @@ func WithDueFilter(keep func(id string) bool) Option {
 	return func(o *options) { o.dueFilter = keep }
 }
 
+// WithOnDue calls fn, from the watch, when another writer makes a row
+// that passes the due filter due now — a create, unpark or rewind made
+// through another bridge — so a worker that sleeps until its next tick
+// reads its due index at once. fn must not block.
+func WithOnDue(fn func(ns string)) Option {
+	return func(o *options) { o.onDue = fn }
+}
+
 // WithLogger is where the background flusher and the watch report trouble.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
@@ -184,6 +194,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 		log:              o.logger,
 		flushConcurrency: o.flushConcurrency,
 		dueFilter:        o.dueFilter,
+		onDue:            o.onDue,
 		idx:              newIndex(),
 	}
 	var err error
@@ -267,6 +278,19 @@ func (s *Store) applyWatched(e jetstream.KeyValueEntry) {
 		return
 	}
 	s.learn(r)
+	s.dueNow(r)
+}
+
+// dueNow tells onDue of a watched row due now that this store may serve.
+// This store's own writes come back through the watch as well; telling
+// of them costs a read of the in-memory due index, nothing more.
+func (s *Store) dueNow(r *row) {
+	if s.onDue == nil || !isDue(&r.Registration) || r.NextAttemptAt.After(s.now()) {
+		return
+	}
+	if s.dueFilter == nil || s.dueFilter(r.ID) {
+		s.onDue(r.Namespace)
+	}
 }
 
 func (s *Store) haltWatch(w jetstream.KeyWatcher) {

@@ -48,3 +48,28 @@ func TestBucketsReadFromTheLeader(t *testing.T) {
 		t.Fatal("Get of a missing id succeeded")
 	}
 }
+
+// A row another bridge makes due now is announced by the watch, for the
+// rows the filter passes only.
+func TestOnDueAnnouncesRowsMadeDueElsewhere(t *testing.T) {
+	url := startNATS(t)
+	due := make(chan string, 16)
+	a := openKV(t, url)
+	openKV(t, url,
+		WithDueFilter(func(id string) bool { return strings.HasPrefix(id, "m") }),
+		WithOnDue(func(ns string) { due <- ns }))
+	other := reg("o1", "outbox")
+	other.NextAttemptAt = time.Now()
+	create(t, a, other)
+	mine := reg("m1", "a2a")
+	mine.NextAttemptAt = time.Now()
+	create(t, a, mine)
+	select {
+	case ns := <-due:
+		if ns != "a2a" {
+			t.Fatalf("onDue(%q) first; want a2a, of m1 (o1 is filtered out)", ns)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no onDue for m1, made due through another store")
+	}
+}
