@@ -18,15 +18,17 @@
 // Reads come from an index of every registration, built at Open from a
 // watch of the bucket and kept current by it and by this store's own
 // writes: Due, Routes, WildcardFilters, WakeBehind, List, Counts and
-// Backlog never ask the server. Get reads the key itself, so a write made
-// through any bridge is visible to it as soon as that write has answered.
+// Backlog never ask the server for rows. Get reads the key itself, from
+// the bucket's stream leader (the buckets allow no direct gets, which a
+// lagging replica could answer), so a write made through any bridge is
+// visible to it as soon as that write has answered. A List first waits
+// (up to a second) for the watch to apply every change the bucket held
+// when it was called, so it shows what another bridge acknowledged.
 //
-// Not implemented yet: List, Counts and Backlog see another bridge's
-// writes only once the watch delivers them (milliseconds on loopback);
-// KV reads may be served by a replica that lags (AllowDirect), which a
-// write's compare-and-set catches but Get does not; Purge lists the
-// idempotency bucket's keys and reads each, fine for thousands, not
-// millions; deleted and purged keys leave delete markers that nothing
+// Not implemented yet: Counts and Backlog see another bridge's writes
+// only once the watch delivers them (milliseconds on loopback); Purge
+// lists the idempotency bucket's keys and reads each, fine for thousands,
+// not millions; deleted and purged keys leave delete markers that nothing
 // removes yet (Open's watch reads them all); Flush writes one message per
 // key, without atomic batch publish; the bolt store's CreateMany and
 // Positions have no counterpart.
@@ -93,6 +95,8 @@ type Store struct {
 	// or partitioned bridge's would.
 	watching sync.Mutex
 
+	// watched is the revision of the last change the watch applied.
+	watched   atomic.Uint64
 	fenced    atomic.Uint64
 	conflicts atomic.Uint64
 	// closing is set before the watch is stopped on purpose; a watch that
@@ -253,6 +257,7 @@ func (s *Store) runWatch(w jetstream.KeyWatcher, ready chan struct{}) {
 		}
 		s.watching.Lock()
 		s.applyWatched(e)
+		s.watched.Store(e.Revision())
 		s.watching.Unlock()
 	}
 	if !s.closing.Load() {

@@ -41,6 +41,7 @@ func (s *Store) List(ctx context.Context, opt cursor.ListOptions) ([]cursor.Regi
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
+	s.catchUp(ctx)
 	limit := opt.Limit
 	if limit <= 0 {
 		limit = cursor.DefaultListLimit
@@ -64,6 +65,31 @@ func (s *Store) List(ctx context.Context, opt cursor.ListOptions) ([]cursor.Regi
 		rows = append(rows, r)
 	}
 	return rows, "", nil
+}
+
+// catchUpWait bounds how long a List waits for the watch.
+const catchUpWait = time.Second
+
+// catchUp waits until the watch has applied every change the bucket held
+// when it was called, so that a List through this bridge shows a write
+// another bridge has acknowledged (the admin API promises it). Past
+// catchUpWait, or with the server unreachable, the index answers as it
+// is: a list a write behind is better than none.
+func (s *Store) catchUp(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	st, err := s.regs.Status(ctx)
+	if err != nil {
+		return
+	}
+	b, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return
+	}
+	last := b.StreamInfo().State.LastSeq
+	for s.watched.Load() < last && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Due returns at most limit active rows of ns due at or before at,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetstream-bridge/bridge/cursor"
 )
 
 // Due with a filter skips the rows the filter refuses without counting
@@ -71,5 +73,20 @@ func TestOnDueAnnouncesRowsMadeDueElsewhere(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no onDue for m1, made due through another store")
+	}
+}
+
+// A List through one bridge shows a create another bridge acknowledged,
+// although this bridge's watch is behind when the List starts.
+func TestListWaitsForTheWatch(t *testing.T) {
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	b.watching.Lock() // b's watch stalls, as a busy bridge's would
+	create(t, a, reg("fresh", "outbox"))
+	time.AfterFunc(100*time.Millisecond, b.watching.Unlock)
+	rows, _, err := b.List(context.Background(), cursor.ListOptions{})
+	must(t, err)
+	if len(rows) != 1 || rows[0].ID != "fresh" {
+		t.Fatalf("List through b right after a's create = %v, want [fresh]", rows)
 	}
 }
