@@ -105,6 +105,13 @@ func (c *chaosDaemon) launch() {
 func (c *chaosDaemon) start() {
 	c.t.Helper()
 	c.launch()
+	c.awaitAPI()
+}
+
+// awaitAPI waits until the launched bridge's admin API answers, failing
+// the test at once if the run exits first.
+func (c *chaosDaemon) awaitAPI() {
+	c.t.Helper()
 	exited := c.exited
 	waitFor(c.t, 30*time.Second, "the admin API to answer /healthz", func() bool {
 		select {
