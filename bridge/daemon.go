@@ -159,8 +159,8 @@ func (d *Daemon) route(reg cursor.Registration) {
 // them after ShutdownGrace) and makes every acknowledged cursor durable.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.identity != nil {
-		if err := d.identity.check(ctx); err != nil {
-			return err
+		if err := d.firstCheck(ctx); err != nil {
+			return nil // stopped before anything was delivered
 		}
 	}
 	if err := d.loadMark(ctx); err != nil {
@@ -189,6 +189,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Error("recording how far the stream was followed", "error", err)
 	}
 	return flushErr
+}
+
+// firstCheck confirms the stream's identity before any delivery, retrying
+// while the journal or the store does not answer — a cluster electing
+// leaders answers nothing for seconds — instead of ending the bridge,
+// which in a cluster of bridges would turn an election into the loss of
+// a bridge. Delivering before the check could serve the cursors of a
+// re-created stream. It fails only when ctx ends.
+func (d *Daemon) firstCheck(ctx context.Context) error {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := d.identity.check(ctx)
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d.log.Warn("checking the journal stream before delivering; retrying", "error", err, "retryIn", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // load learns the distinct wildcard filters of the active registrations;

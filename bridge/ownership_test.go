@@ -1,8 +1,11 @@
 package bridge_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,5 +91,29 @@ func TestDaemonDeliversItsShareAndTakesOverGainedShards(t *testing.T) {
 	}
 	if got := theirs.bodies(); !slices.Equal(got, []string{"1", "2", "3"}) {
 		t.Fatalf("b-theirs got %q, want 1, 2, 3 in order", got)
+	}
+}
+
+// A journal that does not answer when the daemon starts (a cluster
+// electing leaders) delays delivery; it does not end the daemon.
+func TestDaemonWaitsForTheFirstStreamCheck(t *testing.T) {
+	e := newEnv(t)
+	w := e.worker(bridge.WithTick(50 * time.Millisecond))
+	var calls atomic.Int32
+	created := func(ctx context.Context) (time.Time, error) {
+		if calls.Add(1) <= 2 {
+			return time.Time{}, errors.New("nats: timeout")
+		}
+		st, err := e.reader.Info(ctx)
+		return st.Created, err
+	}
+	d := bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}, bridge.WithStreamIdentity(stream, created, e.db))
+	rc := newReceiver(t, nil)
+	e.register("r1", rc.URL, "journal.>")
+	e.publish("journal.a", "1")
+	runDaemon(t, d)
+	waitUntil(t, "the message delivered once the stream answered", func() bool { return len(rc.bodies()) == 1 })
+	if n := calls.Load(); n < 3 {
+		t.Fatalf("the stream was asked %d times; want the two failures retried", n)
 	}
 }
