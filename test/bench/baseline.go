@@ -180,7 +180,7 @@ func (e *env) barePOSTs(ctx context.Context, n, workers, size int, w wire) (bare
 // it.
 func (e *env) bareConsumer(ctx context.Context, s stream, filter string) (*child, error) {
 	c, err := startChild(ctx, "consumer",
-		"-nats", e.ns.ClientURL(),
+		"-nats", e.natsURL,
 		"-stream", s.name,
 		"-subject", filter,
 		"-url", e.sink.url+"/r/0",

@@ -29,12 +29,13 @@ import (
 // client connection, one sink, and the bridge binary built at start. The
 // bridge and the baselines are processes of their own (baseline.go).
 type env struct {
-	dir    string
-	bridge string // path of the built binary
-	ns     *server.Server
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	sink   *sink
+	dir     string
+	bridge  string // path of the built binary
+	ns      *server.Server
+	natsURL string // what the bridges and the baseline consumer connect to
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	sink    *sink
 }
 
 func newEnv(ctx context.Context, dir string) (*env, error) {
@@ -63,8 +64,8 @@ func newEnv(ctx context.Context, dir string) (*env, error) {
 		ns.Shutdown()
 		return nil, errors.New("nats-server did not become ready")
 	}
-	e.ns = ns
-	if e.nc, err = nats.Connect(ns.ClientURL(), nats.Name("bench")); err != nil {
+	e.ns, e.natsURL = ns, ns.ClientURL()
+	if e.nc, err = nats.Connect(e.natsURL, nats.Name("bench")); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -246,8 +247,9 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 }
 
 // startBridgeWithin is startBridge failing after limit, for a store large
-// enough that opening it may take longer.
-func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, limit time.Duration) (*bridgeProc, error) {
+// enough that opening it may take longer; extra are flags of `bridge run`
+// added to the bench's own.
+func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, limit time.Duration, extra ...string) (*bridgeProc, error) {
 	admin, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -261,15 +263,15 @@ func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, l
 		return nil, err
 	}
 	defer logFile.Close()
-	b.cmd = exec.Command(e.bridge, "run",
-		"--nats-url", e.ns.ClientURL(),
+	b.cmd = exec.Command(e.bridge, append([]string{"run",
+		"--nats-url", e.natsURL,
 		"--create-stream=false",
 		"--stream", s.name,
 		"--data-dir", dataDir,
 		"--admin-listen", admin,
 		"--admin-token", b.token,
 		"--log-format", "json",
-	)
+	}, extra...)...)
 	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
 	b.cmd.Env = cleanEnv()
 	b.cmd.SysProcAttr = childAttrs()

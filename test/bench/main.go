@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S2,S2d,S3,S4,MEM,R1,R2] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S2,S2d,S3,S4,MEM,R1,R2,C1,C2,C3,C4,C5] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -57,6 +57,27 @@
 //	     published every 50 ms from then on and the first arrival timed),
 //	     and the time of a /metrics scrape.
 //
+//	C1   S1 on the cluster, once: a bridge of --store kv against one of
+//	     --store bolt on the same cluster, and against the sequential
+//	     bare POSTs.
+//	C2   S2 through three bridges of --store kv sharing the registrations,
+//	     against 16-goroutine bare POSTs (-quick: 30 messages).
+//	C3   48 registrations on a receiver answering after 20 ms, 300
+//	     messages each (-quick: 60): deliveries/s with 1, 2 and 3 bridges,
+//	     each timed once the ownership has settled.
+//	C4   three bridges, 12 registrations, 50 messages/s to each: the
+//	     bridge owning the most killed with SIGKILL five times (-quick:
+//	     once), restarted between kills; the time from the kill to the
+//	     first POST to one of its registrations, median and worst.
+//	C5   cursor writes per second of the kv store (cursor/kvstore, in
+//	     this process: 1,000 registrations advanced and flushed, 32 writes
+//	     at once, 10 s; -quick 3 s), against a bare kv.Update loop on the
+//	     same keys, bytes and concurrency before and after.
+//
+// The C scenarios run on three nats-servers in this process, clustered on
+// loopback, every stream and bucket on three replicas, the bridges given
+// all three client URLs and --lease-ttl 5s (cluster.go).
+//
 // S3 and R2 preload their registrations into the store before the bridge
 // opens it; S3's summary line gives its start and scrape times too.
 //
@@ -92,6 +113,12 @@ type sizes struct {
 	s4Dur      time.Duration // S4 duration of each phase
 	memBacklog int           // MEM backlog
 	r1Creates  int           // R1 registrations created
+	c1Backlog  int           // C1 backlog
+	c2Regs     int           // C2 registrations
+	c2Msgs     int           // C2 messages
+	c3Msgs     int           // C3 messages, each to every registration
+	c4Kills    int           // C4 kills
+	c5Dur      time.Duration // C5 duration of each loop
 }
 
 var full = sizes{
@@ -102,6 +129,8 @@ var full = sizes{
 	s4Rate: 1_000, s4Dur: 10 * time.Second,
 	memBacklog: 1_000_000,
 	r1Creates:  20_000,
+	c1Backlog:  100_000,
+	c2Regs:     1_000, c2Msgs: 1_000, c3Msgs: 300, c4Kills: 5, c5Dur: 10 * time.Second,
 }
 
 // quick is a tenth of every count. The durations shrink less: an idle
@@ -115,10 +144,12 @@ var quick = sizes{
 	s4Rate: 1_000, s4Dur: 2 * time.Second,
 	memBacklog: 100_000,
 	r1Creates:  2_000,
+	c1Backlog:  10_000,
+	c2Regs:     1_000, c2Msgs: 30, c3Msgs: 60, c4Kills: 1, c5Dur: 3 * time.Second,
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = []string{"S1", "S1b", "S1d", "S2", "S2d", "S3", "S4", "MEM", "R1", "R2"}
+var scenarioNames = append([]string{"S1", "S1b", "S1d", "S2", "S2d", "S3", "S4", "MEM", "R1", "R2"}, clusterNames...)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -172,10 +203,7 @@ func benchMain() int {
 	if selected["S1d"] && ctx.Err() == nil {
 		results = append(results, b.drain(ctx, s1d, true, false)...)
 	}
-	for _, sc := range []struct {
-		name string
-		fn   func(context.Context) result
-	}{
+	results = append(results, runSelected(ctx, selected, []scenario{
 		{"S2", func(ctx context.Context) result { return b.fanOut(ctx, s2) }},
 		{"S2d", func(ctx context.Context) result { return b.fanOut(ctx, s2d) }},
 		{"S3", b.idleScale},
@@ -183,11 +211,8 @@ func benchMain() int {
 		{"MEM", b.memory},
 		{"R1", b.createRate},
 		{"R2", b.registryScale},
-	} {
-		if selected[sc.name] && ctx.Err() == nil {
-			results = append(results, sc.fn(ctx))
-		}
-	}
+	})...)
+	results = append(results, b.clusterScenarios(ctx, selected)...)
 	results = sameRun(results, [2]variant{s1, s1d}, [2]variant{s2, s2d})
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted")

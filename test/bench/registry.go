@@ -63,6 +63,14 @@ func (b *bench) createRate(ctx context.Context) result {
 // with a client and a connection of its own, and returns every create's
 // round trip. The first failure stops them all.
 func (b *bench) createAll(ctx context.Context, br *bridgeProc, s stream, n int) ([]time.Duration, error) {
+	return createMany(ctx, br, n, func(i int) registration {
+		return registration{ID: fmt.Sprintf("new-%06d", i), Namespace: "outbox",
+			Subject: fmt.Sprintf("%s.new.%d", s.prefix, i), URL: fmt.Sprintf("%s/r/%d", b.sink.url, i), Start: "new"}
+	})
+}
+
+// createMany is createAll of the registrations mk makes.
+func createMany(ctx context.Context, br *bridgeProc, n int, mk func(i int) registration) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	lat := make([]time.Duration, n)
@@ -73,10 +81,8 @@ func (b *bench) createAll(ctx context.Context, br *bridgeProc, s stream, n int) 
 		wg.Go(func() {
 			defer client.CloseIdleConnections()
 			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				reg := registration{ID: fmt.Sprintf("new-%06d", i), Namespace: "outbox",
-					Subject: fmt.Sprintf("%s.new.%d", s.prefix, i), URL: fmt.Sprintf("%s/r/%d", b.sink.url, i), Start: "new"}
 				t0 := time.Now()
-				code, err := br.apiVia(ctx, client, http.MethodPost, "/v1/registrations", reg, nil)
+				code, err := br.apiVia(ctx, client, http.MethodPost, "/v1/registrations", mk(i), nil)
 				if err == nil && code != http.StatusCreated {
 					err = fmt.Errorf("POST /v1/registrations: %d, want 201", code)
 				}

@@ -298,13 +298,20 @@ type drained struct {
 // result when it ended without a figure (failed, or batch mode not
 // implemented).
 func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first uint64, v variant, batch map[string]any) (d drained, early *result) {
+	start := func(ctx context.Context) (*bridgeProc, error) { return b.startFresh(ctx, s, strings.ToLower(v.name)) }
+	return b.drainBy(ctx, start, subject, first, b.sz.s1Backlog, v, batch)
+}
+
+// drainBy is drainOnce of a backlog of n from first, in the bridge
+// startBridge starts.
+func (b *bench) drainBy(ctx context.Context, startBridge func(context.Context) (*bridgeProc, error),
+	subject string, first uint64, n int, v variant, batch map[string]any) (d drained, early *result) {
 	d.name, d.what = v.name, v.what
 	fail := func(err error) (drained, *result) {
 		r := v.failed(err)
 		return d, &r
 	}
-	n := b.sz.s1Backlog
-	br, err := b.startFresh(ctx, s, strings.ToLower(d.name))
+	br, err := startBridge(ctx)
 	if err != nil {
 		return fail(err)
 	}

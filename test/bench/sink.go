@@ -14,7 +14,9 @@ import (
 )
 
 // sink is the receiver every scenario delivers to: HTTP/1.1 with
-// keep-alive, answering 204 at once, so what is measured is the sender.
+// keep-alive, answering 204 at once, so what is measured is the sender —
+// or, with setDelay, after a while, as a slow receiver does, so what is
+// measured is how many such receivers the senders keep busy at once.
 //
 // Paths: /r/<i> is registration i of the current run; /bare takes the
 // baselines' POSTs and only counts them. A delivery is identified by the
@@ -23,12 +25,13 @@ import (
 // run.latency its publish→arrival time, read from the payload's leading
 // timestamp (see stamped).
 type sink struct {
-	srv  *http.Server
-	ln   net.Listener
-	url  string
-	cur  atomic.Pointer[run]
-	bare atomic.Int64
-	bufs sync.Pool
+	srv   *http.Server
+	ln    net.Listener
+	url   string
+	cur   atomic.Pointer[run]
+	bare  atomic.Int64
+	delay atomic.Int64 // nanoseconds each /r/ answer waits
+	bufs  sync.Pool
 }
 
 // run is one measurement: regs registrations × msgs consecutive sequences
@@ -40,6 +43,7 @@ type run struct {
 
 	arrived []atomic.Int64 // first arrival, unix nanos; 0 = not yet
 	lat     []atomic.Int64 // publish→arrival, nanos (with latency)
+	latest  []atomic.Int64 // per registration: its latest POST, unix nanos
 
 	distinct  atomic.Int64
 	total     atomic.Int64 // every 2xx-worthy POST, repeats included
@@ -53,7 +57,7 @@ type run struct {
 
 func newRun(regs, msgs int, firstSeq uint64, latency bool) *run {
 	r := &run{regs: regs, msgs: msgs, firstSeq: firstSeq, latency: latency,
-		arrived: make([]atomic.Int64, regs*msgs), done: make(chan struct{})}
+		arrived: make([]atomic.Int64, regs*msgs), latest: make([]atomic.Int64, regs), done: make(chan struct{})}
 	if latency {
 		r.lat = make([]atomic.Int64, regs*msgs)
 	}
@@ -65,12 +69,15 @@ func (r *run) want() int64 { return int64(r.regs * r.msgs) }
 // record notes one event for registration reg at stream sequence seq.
 func (r *run) record(reg int, seq uint64, now time.Time, sent int64) {
 	r.total.Add(1)
+	ns := now.UnixNano()
+	if reg >= 0 && reg < r.regs {
+		r.latest[reg].Store(ns)
+	}
 	if reg < 0 || reg >= r.regs || seq < r.firstSeq || seq >= r.firstSeq+uint64(r.msgs) {
 		r.stray.Add(1)
 		return
 	}
 	i := reg*r.msgs + int(seq-r.firstSeq)
-	ns := now.UnixNano()
 	if !r.arrived[i].CompareAndSwap(0, ns) {
 		return
 	}
@@ -123,15 +130,26 @@ func (s *sink) close() { _ = s.srv.Close() }
 // start makes r the current run; deliveries before it are dropped.
 func (s *sink) start(r *run) { s.cur.Store(r) }
 
+// setDelay makes every answer to a registration's POST wait d (0: answer
+// at once); the baselines' /bare POSTs are always answered at once.
+func (s *sink) setDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// latestAt is when registration reg of r was last POSTed to, in unix
+// nanoseconds; 0 when never.
+func (r *run) latestAt(reg int) int64 { return r.latest[reg].Load() }
+
 func (s *sink) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	buf := s.bufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	_, _ = buf.ReadFrom(req.Body)
 	defer s.bufs.Put(buf)
+	path := req.URL.Path
+	if d := time.Duration(s.delay.Load()); d > 0 && path != "/bare" {
+		time.Sleep(d)
+	}
 	w.WriteHeader(http.StatusNoContent)
 
-	path := req.URL.Path
 	if path == "/bare" {
 		s.bare.Add(1)
 		return
