@@ -13,7 +13,7 @@ import (
 //	rowFormat (1 byte) | incarnation (8 bytes BE) | uvarint len(state) | state | Config as JSON
 //
 // The delivery state — namespace, State, NextSeq, Attempts, NextAttemptAt,
-// LastError, Delivered, CreatedAt, UpdatedAt, CompletedAt — is a compact
+// LastError, Delivered, CreatedAt, UpdatedAt, CompletedAt, Furthest — is a compact
 // binary record, because Flush rewrites it for every registration that made
 // progress and must not spend its time in a JSON codec. The Config is JSON:
 // it changes only on Create and Replace, and a field added to Config is
@@ -101,7 +101,8 @@ func appendState(b []byte, r *Registration) []byte {
 	b = binary.AppendUvarint(b, r.Delivered)
 	b = appendTime(b, r.CreatedAt)
 	b = appendTime(b, r.UpdatedAt)
-	return appendTime(b, r.CompletedAt)
+	b = appendTime(b, r.CompletedAt)
+	return binary.AppendUvarint(b, r.Furthest)
 }
 
 func readState(b []byte, r *Registration) error {
@@ -116,6 +117,10 @@ func readState(b []byte, r *Registration) error {
 	r.CreatedAt = d.time()
 	r.UpdatedAt = d.time()
 	r.CompletedAt = d.time()
+	if len(d.b) > 0 {
+		// Absent from rows written before the field existed.
+		r.Furthest = d.uvarint()
+	}
 	return d.err
 }
 

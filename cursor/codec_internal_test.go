@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"encoding/binary"
 	"reflect"
 	"slices"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // every Flush. Add it to appendState and readState, then to this list.
 func TestStateRecordCoversRegistration(t *testing.T) {
 	stored := []string{"Config", "State", "NextSeq", "Attempts", "NextAttemptAt", "LastError",
-		"Delivered", "CreatedAt", "UpdatedAt", "CompletedAt"}
+		"Delivered", "CreatedAt", "UpdatedAt", "CompletedAt", "Furthest"}
 	var fields []string
 	for f := range reflect.TypeFor[Registration]().Fields() {
 		fields = append(fields, f.Name)
@@ -28,7 +29,7 @@ func TestRowsRoundTrip(t *testing.T) {
 		Config: Config{ID: "billing", Namespace: "outbox", Subject: "journal.orders.>", URL: "https://x.example/",
 			Secret: "whsec_x", PreviousSecretUntil: at, Batch: &Batch{MaxEvents: 10, MaxDelay: time.Second}},
 		State: Parked, NextSeq: 1 << 40, Attempts: 31, NextAttemptAt: at.Add(time.Hour), LastError: "503 é",
-		Delivered: 7, CreatedAt: at, UpdatedAt: at.Add(time.Minute), CompletedAt: time.Time{},
+		Delivered: 7, CreatedAt: at, UpdatedAt: at.Add(time.Minute), CompletedAt: time.Time{}, Furthest: 1<<40 + 9,
 	}}
 	v, err := encodeRow(&in)
 	if err != nil {
@@ -65,5 +66,27 @@ func TestRowsRoundTrip(t *testing.T) {
 		if _, err := decodeRow("bridge.db", []byte("billing"), v[:cut], true); err == nil {
 			t.Fatalf("decoding %d of %d bytes succeeded", cut, len(v))
 		}
+	}
+}
+
+// TestRowsWithoutFurthest reads a row written before Furthest existed:
+// its state record ends after CompletedAt.
+func TestRowsWithoutFurthest(t *testing.T) {
+	in := row{inc: 1, Registration: Registration{Config: Config{ID: "a", Namespace: "outbox"}, State: Active, NextSeq: 7}}
+	v, err := encodeRow(&in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, state, config, err := splitRow(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := state[:len(state)-1] // Furthest 0 is one byte
+	w := append([]byte{rowFormat}, v[1:9]...)
+	w = binary.AppendUvarint(w, uint64(len(old)))
+	w = append(append(w, old...), config...)
+	got, err := decodeRow("bridge.db", []byte("a"), w, true)
+	if err != nil || got.inc != inc || got.NextSeq != 7 || got.Furthest != 0 || got.HighWater() != 7 {
+		t.Fatalf("old row = %+v, %v", got, err)
 	}
 }

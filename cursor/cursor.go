@@ -86,7 +86,14 @@ type Registration struct {
 	CreatedAt   time.Time `json:"createdAt"`
 	UpdatedAt   time.Time `json:"updatedAt"`
 	CompletedAt time.Time `json:"completedAt,omitzero"`
+	// Furthest is the furthest cursor the registration had before its
+	// last rewind: a POST below HighWater is a replay, not a delivery.
+	// Rows written before it existed read 0.
+	Furthest uint64 `json:"furthest,omitempty"`
 }
+
+// HighWater is the furthest cursor the registration ever had.
+func (r *Registration) HighWater() uint64 { return max(r.Furthest, r.NextSeq) }
 
 // Progress is one acknowledged step of a registration's turn.
 type Progress struct {

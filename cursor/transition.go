@@ -103,10 +103,12 @@ func ApplyUnpark(r *Registration, at, now time.Time) bool {
 }
 
 // ApplyRewind sets the cursor to seq exactly and clears the failure
-// count; the state stays. An active registration becomes due at `at` and
+// count, remembering the furthest cursor so what it repeats is told
+// apart as a replay; the state stays. An active registration becomes due at `at` and
 // forgets its last error; a parked one keeps it, since it still explains
 // why it is parked.
 func ApplyRewind(r *Registration, seq uint64, at, now time.Time) {
+	r.Furthest = r.HighWater()
 	r.NextSeq = seq
 	r.Attempts = 0
 	if r.State == Active {

@@ -310,10 +310,14 @@ func rewind(t *testing.T, s cursor.Store, _ *clock) {
 		t.Fatalf("Rewind back = %+v, %v", got, err)
 	}
 	flush(t, s)
-	if r := get(t, s, "a"); r.NextSeq != 5 {
-		t.Fatalf("after Flush the cursor is %d, want 5", r.NextSeq)
+	if r := get(t, s, "a"); r.NextSeq != 5 || r.HighWater() != 20 {
+		t.Fatalf("after Flush the cursor is %d and the furthest %d, want 5 and 20", r.NextSeq, r.HighWater())
 	}
-	if got, err = s.Rewind(ctx, "a", 50, at); err != nil || got.NextSeq != 50 {
+	advance(t, s, "a", cursor.Progress{NextSeq: 8, Delivered: 3})
+	if got, err = s.Rewind(ctx, "a", 6, at); err != nil || got.HighWater() != 20 {
+		t.Fatalf("a second rewind below the furthest cursor = %+v, %v; want the furthest kept at 20", got, err)
+	}
+	if got, err = s.Rewind(ctx, "a", 50, at); err != nil || got.NextSeq != 50 || got.HighWater() != 50 {
 		t.Fatalf("Rewind forward = %+v, %v", got, err)
 	}
 	must(t, s.Park(ctx, "a", "cannot project message 50"))
