@@ -1,0 +1,368 @@
+package attempt
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of the attempts stream (CONTRACT §7).
+const (
+	DefaultStream   = "BRIDGE_ATTEMPTS"
+	DefaultMaxAge   = 168 * time.Hour
+	DefaultMaxBytes = 1 << 30
+	// DefaultBuffer is how many records may wait for NATS before new ones
+	// are dropped: seconds of a busy bridge's POSTs, a few MiB at most.
+	DefaultBuffer = 8192
+	// SubjectRoot is where every attempts stream's subjects live, apart
+	// from the journal's (journal.>) and the events' (bridge.events.>).
+	SubjectRoot = "bridge.attempts"
+)
+
+// publishBatch is how many queued records one round of the recording
+// goroutine takes: their attempt numbers are looked up in one request.
+const publishBatch = 256
+
+// recentMax bounds the attempt numbers kept in memory; past it they are
+// forgotten at once and looked up in the stream again when needed.
+const recentMax = 1 << 16
+
+// Config says which stream holds the log and how it is bounded.
+type Config struct {
+	// Stream is the attempts stream; empty means DefaultStream.
+	Stream   string
+	MaxAge   time.Duration
+	MaxBytes int64
+	// Replicas of the stream; 0 means 1. Bridges sharing a kv store give
+	// it their buckets' replicas, so the log survives what they survive.
+	Replicas int
+	// Buffer bounds the records waiting for NATS; 0 means DefaultBuffer.
+	Buffer int
+	Logger *slog.Logger
+}
+
+// Log records attempts into the attempts stream and reads them back.
+//
+// Record hands a record to one goroutine and returns at once; that
+// goroutine numbers it and publishes it asynchronously with a bounded
+// number of publishes awaiting their acknowledgement. A record the buffer
+// cannot take, a publish NATS refuses and an acknowledgement that never
+// comes are counted in bridge_attempts_dropped_total and logged once per
+// minute at most, so a NATS outage shows without flooding the log.
+type Log struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream string
+	prefix string
+	direct string
+	log    *slog.Logger
+
+	queue   chan Attempt
+	done    chan struct{}
+	closing sync.Once
+
+	dropped  prometheus.Counter
+	drops    atomic.Uint64
+	lastWarn atomic.Int64
+
+	// recent holds the last attempt number and outcome of recently
+	// recorded message indexes; only the recording goroutine uses it.
+	recent map[key]last
+}
+
+// key names one message index of one registration.
+type key struct {
+	reg   string
+	seq   uint64
+	index int
+}
+
+type last struct {
+	n  uint32
+	ok bool
+}
+
+// Subjects are the attempts stream's subjects for stream name.
+func Subjects(stream string) string { return SubjectRoot + "." + stream + ".>" }
+
+// Open creates the attempts stream or sets its limits to cfg's, and
+// starts recording.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
+	if cfg.Stream == "" {
+		cfg.Stream = DefaultStream
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = DefaultBuffer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Log{
+		nc: nc, stream: cfg.Stream, log: cfg.Logger,
+		prefix: SubjectRoot + "." + cfg.Stream,
+		queue:  make(chan Attempt, cfg.Buffer),
+		done:   make(chan struct{}),
+		recent: make(map[key]last),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bridge_attempts_dropped_total",
+			Help: "Attempt records lost because NATS could not take them; the deliveries themselves went on.",
+		}),
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(cfg.Buffer),
+		jetstream.WithPublishAsyncTimeout(5*time.Second),
+		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { l.drop(1) }))
+	if err != nil {
+		return nil, err
+	}
+	l.js = js
+	l.direct = "$JS.API.DIRECT.GET." + cfg.Stream
+	if err := l.ensure(ctx, cfg); err != nil {
+		return nil, err
+	}
+	go l.run()
+	return l, nil
+}
+
+func (l *Log) ensure(ctx context.Context, cfg Config) error {
+	sc := jetstream.StreamConfig{
+		Name:        cfg.Stream,
+		Description: "webhook bridge attempt log: one record per POST",
+		Subjects:    []string{Subjects(cfg.Stream)},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      cfg.MaxAge,
+		MaxBytes:    cfg.MaxBytes,
+		Replicas:    max(cfg.Replicas, 1),
+		AllowDirect: true,
+	}
+	if _, err := l.js.CreateOrUpdateStream(ctx, sc); err != nil {
+		return fmt.Errorf("attempt log: creating or updating stream %s (subjects %s) on %s: %w",
+			cfg.Stream, sc.Subjects[0], l.nc.ConnectedUrlRedacted(), err)
+	}
+	return nil
+}
+
+// Collectors are the log's Prometheus series.
+func (l *Log) Collectors() []prometheus.Collector { return []prometheus.Collector{l.dropped} }
+
+// Stream is the attempts stream's name.
+func (l *Log) Stream() string { return l.stream }
+
+// Record queues a for the log and returns at once. A full buffer drops
+// it: the POST it describes has happened and must not wait for its
+// record.
+func (l *Log) Record(a Attempt) {
+	select {
+	case l.queue <- a:
+	default:
+		l.drop(1)
+	}
+}
+
+// Close stops recording after what was queued is handed to NATS, waiting
+// at most until ctx ends for the acknowledgements.
+func (l *Log) Close(ctx context.Context) {
+	l.closing.Do(func() { close(l.queue) })
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-l.js.PublishAsyncComplete():
+	case <-ctx.Done():
+	}
+}
+
+func (l *Log) drop(n uint64) {
+	l.dropped.Add(float64(n))
+	total := l.drops.Add(n)
+	now := time.Now().UnixNano()
+	prev := l.lastWarn.Load()
+	if now-prev < int64(time.Minute) || !l.lastWarn.CompareAndSwap(prev, now) {
+		return
+	}
+	l.log.Warn("attempt log: NATS could not take attempt records; deliveries go on, the records are lost (bridge_attempts_dropped_total)",
+		"stream", l.stream, "droppedSoFar", total)
+}
+
+// run numbers and publishes queued records, a batch at a time.
+func (l *Log) run() {
+	defer close(l.done)
+	batch := make([]Attempt, 0, publishBatch)
+	for a := range l.queue {
+		batch = append(batch[:0], a)
+	fill:
+		for len(batch) < publishBatch {
+			select {
+			case a, ok := <-l.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, a)
+			default:
+				break fill
+			}
+		}
+		l.number(batch)
+		for i := range batch {
+			l.publish(&batch[i])
+		}
+	}
+}
+
+func (l *Log) publish(a *Attempt) {
+	data, err := json.Marshal(a)
+	if err != nil {
+		l.drop(1)
+		return
+	}
+	if _, err := l.js.PublishAsync(l.subject(a.Registration, a.Seq, a.Index), data); err != nil {
+		l.drop(1)
+	}
+}
+
+func (l *Log) subject(reg string, seq uint64, index int) string {
+	return l.prefix + "." + encodeID(reg) + "." + strconv.FormatUint(seq, 10) + "." + strconv.Itoa(index)
+}
+
+// encodeID makes a registration id one subject token: ids may hold dots.
+func encodeID(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+// number fills in the attempt numbers the worker left to the log (0):
+// one after the last recorded POST of the same message index, from
+// memory when it was recent and otherwise from the stream, in one
+// request for the whole batch. A POST whose last one failed is a retry
+// whatever the worker guessed. A delivery the log remembers nothing of
+// is a first POST and is not looked up: that keeps a live stream of
+// deliveries from costing a request each.
+func (l *Log) number(batch []Attempt) {
+	var lookup []string
+	for i := range batch {
+		a := &batch[i]
+		if a.Attempt != 0 || a.Trigger == TriggerDelivery {
+			continue
+		}
+		if _, ok := l.recent[keyOf(a)]; !ok {
+			lookup = append(lookup, l.subject(a.Registration, a.Seq, a.Index))
+		}
+	}
+	if len(lookup) > 0 {
+		l.lookup(lookup)
+	}
+	if len(l.recent)+len(batch) > recentMax {
+		clear(l.recent)
+	}
+	for i := range batch {
+		a := &batch[i]
+		k := keyOf(a)
+		if a.Attempt == 0 {
+			a.Attempt = 1
+			if prev, ok := l.recent[k]; ok {
+				a.Attempt = prev.n + 1
+				if !prev.ok && a.Trigger != TriggerResend {
+					a.Trigger = TriggerRetry
+				}
+			}
+		}
+		l.recent[k] = last{n: a.Attempt, ok: a.Outcome == Outcome2xx}
+	}
+}
+
+func keyOf(a *Attempt) key { return key{reg: a.Registration, seq: a.Seq, index: a.Index} }
+
+// lookup loads the last record of each subject into recent. A failed
+// lookup numbers those records as first attempts: a wrong number is
+// better than a record held back or lost.
+func (l *Log) lookup(subjects []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	msgs, err := l.get(ctx, getRequest{MultiLast: subjects, Batch: len(subjects)})
+	if err != nil {
+		l.log.Debug("attempt log: looking up earlier attempts", "error", err)
+		return
+	}
+	for _, m := range msgs {
+		var a Attempt
+		if json.Unmarshal(m.Data, &a) == nil {
+			l.recent[keyOf(&a)] = last{n: a.Attempt, ok: a.Outcome == Outcome2xx}
+		}
+	}
+}
+
+// Number gives a, a POST about to be recorded, the attempt number after
+// the last one the stream holds for its message index: a resend answers
+// its number at once, instead of leaving it to the recording goroutine.
+// A POST whose record is still on its way to the stream is not counted.
+func (l *Log) Number(ctx context.Context, a *Attempt) {
+	a.Attempt = 1
+	msgs, err := l.get(ctx, getRequest{LastBy: l.subject(a.Registration, a.Seq, a.Index)})
+	if err != nil || len(msgs) == 0 {
+		return
+	}
+	var prev Attempt
+	if json.Unmarshal(msgs[0].Data, &prev) == nil {
+		a.Attempt = prev.Attempt + 1
+	}
+}
+
+// getRequest is a direct get request as the server reads it.
+type getRequest struct {
+	LastBy    string   `json:"last_by_subj,omitempty"`
+	Seq       uint64   `json:"seq,omitempty"`
+	NextBy    string   `json:"next_by_subj,omitempty"`
+	Batch     int      `json:"batch,omitempty"`
+	MultiLast []string `json:"multi_last,omitempty"`
+}
+
+// errGet is a direct get the server answered with an error status.
+var errGet = errors.New("attempt log: direct get failed")
+
+// get sends one direct get and returns the messages it answered, in
+// stream order; none when nothing matched.
+func (l *Log) get(ctx context.Context, req getRequest) ([]*nats.Msg, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	inbox := l.nc.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := l.nc.PublishRequest(l.direct, inbox, body); err != nil {
+		return nil, err
+	}
+	var out []*nats.Msg
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("attempt log: reading stream %s: %w", l.stream, err)
+		}
+		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+			switch status {
+			case "404", "204":
+				return out, nil
+			}
+			return nil, fmt.Errorf("%w: stream %s answered %s %s", errGet, l.stream, status, m.Header.Get("Description"))
+		}
+		out = append(out, m)
+		if req.Batch == 0 {
+			return out, nil
+		}
+	}
+}
