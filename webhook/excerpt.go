@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -55,4 +56,20 @@ func excerpt(body []byte, n int, secrets []string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// keep returns the first n bytes of body with every secret of the request
+// replaced, the bytes otherwise as received: what a log of attempts shows
+// of an answer.
+func keep(body []byte, n int, secrets []string) []byte {
+	out := body
+	for _, sec := range secrets {
+		if len(sec) >= minRedactLen && bytes.Contains(out, []byte(sec)) {
+			out = bytes.ReplaceAll(out, []byte(sec), []byte(redacted))
+		}
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return bytes.Clone(out)
 }

@@ -42,6 +42,9 @@ type Outcome struct {
 	// Excerpt is the start of a failed answer's body, sanitised to one
 	// printable line, with every secret of the request redacted.
 	Excerpt string
+	// Response is the start of the answer's body as received, with every
+	// secret of the request redacted; set only with WithResponseBody.
+	Response []byte
 	// Duration is the time Send took.
 	Duration time.Duration
 }

@@ -69,6 +69,7 @@ type Sender struct {
 	timeout        time.Duration
 	maxBody        int64
 	excerptLen     int
+	keepBody       int
 	userAgent      []string // one value, shared by every request's header map
 	policy         *netguard.Policy
 	tlsConfig      *tls.Config
@@ -130,6 +131,17 @@ func WithExcerptLen(n int) Option {
 	return func(s *Sender) {
 		if n >= 0 {
 			s.excerptLen = n
+		}
+	}
+}
+
+// WithResponseBody keeps the first n bytes of every answer's body, 2xx
+// included, in Outcome.Response, for a log of attempts. Off (0) by
+// default: a 2xx body is then discarded unread into memory.
+func WithResponseBody(n int) Option {
+	return func(s *Sender) {
+		if n >= 0 {
+			s.keepBody = n
 		}
 	}
 }
@@ -444,6 +456,12 @@ func (s *Sender) failed(parent context.Context, err error) Outcome {
 func (s *Sender) answered(resp *http.Response, r Request, u *url.URL) Outcome {
 	o := Outcome{Status: resp.StatusCode, Class: classOf(resp.StatusCode)}
 	if o.OK() {
+		if s.keepBody > 0 && resp.Body != http.NoBody {
+			// A secret straddling the cut is read whole, so redacting
+			// cannot leave a piece of it at the end.
+			head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(s.keepBody)+keepSlack))
+			o.Response = s.response(head, r, u)
+		}
 		// One byte past the cap, so a body of exactly the cap reaches EOF
 		// and its connection is reused. A 204 has no body to read.
 		if resp.Body != http.NoBody {
@@ -456,8 +474,23 @@ func (s *Sender) answered(resp *http.Response, r Request, u *url.URL) Outcome {
 	if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), r.At); ok {
 		o.RetryAfter = max(d, time.Second)
 	}
-	o.Excerpt = excerpt(body, s.excerptLen, secretsOf(r, u))
+	secrets := secretsOf(r, u)
+	o.Excerpt = excerpt(body, s.excerptLen, secrets)
+	if s.keepBody > 0 {
+		o.Response = keep(body, s.keepBody, secrets)
+	}
 	return o
+}
+
+// keepSlack is how far past the kept length a body is read before
+// redacting: longer than any secret worth redacting.
+const keepSlack = 1024
+
+func (s *Sender) response(head []byte, r Request, u *url.URL) []byte {
+	if len(head) == 0 {
+		return nil
+	}
+	return keep(head, s.keepBody, secretsOf(r, u))
 }
 
 // secretsOf lists what an excerpt must not repeat, longest first so a
