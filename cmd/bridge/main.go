@@ -4,7 +4,8 @@
 // its admin API (register, list, show, delete, unpark, rewind, purge), of
 // NATS (publish), or a receiver for trying it out (listen). The client
 // subcommands hold no state and never touch the store directly: the
-// daemon owns it.
+// daemon owns it. migrate alone opens a store: it copies a bolt store no
+// bridge holds (its lock says so) into the kv store.
 //
 // Exit codes: 0 success, 1 an error reported by the API or a runtime
 // failure, 2 bad usage.
@@ -54,6 +55,7 @@ func commands() []command {
 		{"unpark", "[--json] ID", "resume a parked registration", cmdUnpark},
 		{"rewind", "(--seq N | --time RFC3339) [--json] ID", "move a registration's cursor", cmdRewind},
 		{"purge", "--completed-older-than D [--batch-size N] [--max-batches N] [--idempotency-key-max-age D|none] [--json]", "delete old completed registrations", cmdPurge},
+		{"migrate", migrateSynopsis, "copy a bolt store into the kv store of --store kv", cmdMigrate},
 		{"publish", "[--nats-url URL] [--header K:V]... SUBJECT [DATA | -]", "publish a message to the journal", cmdPublish},
 		{"listen", "--addr HOST:PORT [--secret whsec_...] [--status N]", "receive and print webhooks", cmdListen},
 		{"version", "", "print the version", cmdVersion},
