@@ -130,7 +130,9 @@ func (w *Worker) sendBatch(ctx context.Context, t *turn, bt *batcher) (bool, err
 	if err != nil {
 		return true, w.unprojectable(ctx, t, bt.first.Seq, err)
 	}
-	if f := w.deliver(ctx, t.reg, bt.first, []projection.Message{msg}, &t.p); f != nil {
+	// A batch is recorded as one POST under its first event's sequence,
+	// index 0, with the batch's webhook-id.
+	if f := w.deliver(ctx, t.reg, bt.first, []projection.Message{msg}, t.postOf(bt.first.Seq), &t.p); f != nil {
 		return true, w.failed(ctx, t, *f)
 	}
 	return false, w.acknowledged(ctx, t, bt.lastSeq, bt.records, 1, false)

@@ -100,6 +100,8 @@ type Worker struct {
 	// registration (see Ownership); asked before every POST.
 	owns  func(id string) bool
 	cache *projectionCache
+	// recorder, when set, is told of every POST (the attempt log).
+	recorder Recorder
 }
 
 // Option configures a Worker.
@@ -197,13 +199,20 @@ type turn struct {
 	next     uint64
 	attempts uint32
 	p        progress
+	// highWater is the furthest cursor the row ever had: a POST below it
+	// is a replay.
+	highWater uint64
+	// started is when the turn began; yielded, that it ended early to
+	// free its slot (see yields).
+	started time.Time
+	yielded bool
 }
 
 // serveTurn drains one page of one registration's backlog, as far as its
 // receiver allows, and reports whether more is waiting.
 // parked is the parkings count read before reg was.
 func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time.Time, parked uint64) (progress, bool, error) {
-	t := &turn{reg: reg, at: at, next: reg.NextSeq, attempts: reg.Attempts}
+	t := &turn{reg: reg, at: at, next: reg.NextSeq, attempts: reg.Attempts, highWater: reg.HighWater(), started: time.Now()}
 	page, err := w.journal.Read(ctx, reg.Subject, reg.NextSeq, DrainPage)
 	if errors.Is(err, journal.ErrStreamRecreated) {
 		return t.p, false, w.streamRecreated(ctx, reg, err)
@@ -230,7 +239,7 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 	if stop || err != nil {
 		return t.p, false, err
 	}
-	idle := page.CaughtUp
+	idle := page.CaughtUp && !t.yielded
 	if idle {
 		// Every matching message below page.Next was in this page, so a
 		// quiet filter's cursor follows the head instead of falling behind
@@ -331,12 +340,16 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 		if w.halted(t.reg.ID) {
 			return true, nil
 		}
+		if i > 0 && w.yields(t) {
+			t.yielded = true
+			return false, nil
+		}
 		rec := &page.Records[i]
 		res, err := w.project(target, rec)
 		if err != nil {
 			return true, w.unprojectable(ctx, t, rec.Seq, err)
 		}
-		if f := w.deliver(ctx, t.reg, rec, res.Messages, &t.p); f != nil {
+		if f := w.deliver(ctx, t.reg, rec, res.Messages, t.postOf(rec.Seq), &t.p); f != nil {
 			return true, w.failed(ctx, t, *f)
 		}
 		if err := w.acknowledged(ctx, t, rec.Seq, 1, len(res.Messages), res.Terminal); err != nil {
@@ -397,20 +410,12 @@ func (w *Worker) failed(ctx context.Context, t *turn, f failure) error {
 
 // deliver POSTs the messages of one record in order and stops at the first
 // failure: none of the record counts as delivered until all of it was.
-func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *projection.Record, msgs []projection.Message, p *progress) *failure {
-	for _, msg := range msgs {
-		at := w.now()
-		out := w.sender.Send(ctx, webhook.Request{
-			Namespace:       projection.Namespace(reg.Namespace),
-			URL:             reg.URL,
-			Message:         msg,
-			Secrets:         secrets(reg.Config, at),
-			Token:           reg.Token,
-			AuthScheme:      reg.AuthScheme,
-			AuthCredentials: reg.AuthCredentials,
-			At:              at,
-		})
+func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *projection.Record, msgs []projection.Message, how post, p *progress) *failure {
+	for i := range msgs {
+		req := requestOf(&reg, msgs[i], w.now())
+		out := w.sender.Send(ctx, req)
 		w.series.delivery(out, rec.Time, w.now())
+		w.record(&reg, rec.Seq, i, &msgs[i], how, &req, &out)
 		if !out.OK() {
 			w.log.Debug("delivery failed", "registration", reg.ID, "seq", rec.Seq, "status", out.Status, "error", out.Error())
 			return &failure{err: out.Error(), permanent: out.Permanent, retryAfter: out.RetryAfter, status: out.Status}
@@ -418,6 +423,20 @@ func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *proj
 		p.deliveries++
 	}
 	return nil
+}
+
+// requestOf is the POST of msg to reg's receiver at `at`.
+func requestOf(reg *cursor.Registration, msg projection.Message, at time.Time) webhook.Request {
+	return webhook.Request{
+		Namespace:       projection.Namespace(reg.Namespace),
+		URL:             reg.URL,
+		Message:         msg,
+		Secrets:         secrets(reg.Config, at),
+		Token:           reg.Token,
+		AuthScheme:      reg.AuthScheme,
+		AuthCredentials: reg.AuthCredentials,
+		At:              at,
+	}
 }
 
 // secrets are the signing keys in force: the current one, and the previous
