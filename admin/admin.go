@@ -1,5 +1,5 @@
 // Package admin serves the bridge's admin API: registrations, unpark,
-// rewind and purge under /v1 behind a bearer token, and /healthz, /readyz
+// rewind, resend, attempts and purge under /v1 behind a bearer token, and /healthz, /readyz
 // and /metrics beside it.
 //
 // It validates everything a caller sends before the store sees it, so the
@@ -69,6 +69,11 @@ type Options struct {
 	// Cluster, with several bridges on one store, adds owner to every
 	// registration and serves GET /v1/cluster; nil runs alone.
 	Cluster Cluster
+	// Attempts reads the attempt log; nil (the log is off) answers the
+	// attempts routes with empty lists.
+	Attempts Attempts
+	// Resender serves POST /v1/registrations/{id}/resend.
+	Resender Resender
 	// Metrics is served at /metrics without a token; nil answers 404.
 	Metrics http.Handler
 	// Logger receives one line per change and per internal error; nil
@@ -85,10 +90,13 @@ type server struct {
 	store   cursor.Store
 	journal Journal
 	bounds  *freshBounds
+	head    *head
 	guard   Guard
 	waker   Waker
 	// clusterOf is nil for a bridge alone.
 	clusterOf Cluster
+	attempts  Attempts
+	resender  Resender
 	// tokenSum is the SHA-256 of the token: comparing fixed-length digests
 	// keeps the comparison constant-time in the token's length too.
 	tokenSum [sha256.Size]byte
@@ -114,10 +122,12 @@ func New(opts Options) http.Handler {
 	s := &server{
 		store:     opts.Store,
 		journal:   opts.Journal,
-		bounds:    &freshBounds{journal: opts.Journal},
+		head:      &head{journal: opts.Journal},
 		guard:     opts.Guard,
 		waker:     opts.Waker,
 		clusterOf: opts.Cluster,
+		attempts:  opts.Attempts,
+		resender:  opts.Resender,
 		tokenSum:  sha256.Sum256([]byte(opts.Token)),
 		hasToken:  opts.Token != "",
 		ready:     opts.Ready,
@@ -125,6 +135,7 @@ func New(opts Options) http.Handler {
 		log:       opts.Logger,
 		now:       opts.Clock,
 	}
+	s.bounds = &freshBounds{journal: opts.Journal, head: s.head}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

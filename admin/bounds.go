@@ -26,6 +26,8 @@ const boundsTimeout = 5 * time.Second
 // instead of one per create.
 type freshBounds struct {
 	journal Journal
+	// head, when set, learns every last sequence read, for lag.
+	head *head
 
 	mu     sync.Mutex
 	sent   uint64        // requests sent so far
@@ -73,7 +75,11 @@ func (b *freshBounds) get(ctx context.Context) (first, last uint64, err error) {
 func (b *freshBounds) fly(ctx context.Context, f *boundsFlight) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), boundsTimeout)
 	defer cancel()
+	at := time.Now()
 	f.first, f.last, f.err = b.journal.Bounds(ctx)
+	if f.err == nil && b.head != nil {
+		b.head.seen(f.last, at)
+	}
 	b.mu.Lock()
 	b.flight = nil
 	b.mu.Unlock()

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -31,6 +32,10 @@ type Registration struct {
 	UpdatedAt       time.Time       `json:"updatedAt"`
 	CompletedAt     *time.Time      `json:"completedAt,omitempty"`
 	Delivered       uint64          `json:"delivered"`
+	// Lag is how many messages of the stream lie at or past NextSeq, on
+	// any subject: an upper bound of what is left to deliver; 0 once
+	// completed.
+	Lag uint64 `json:"lag"`
 	// Owner is the bridge delivering the registration now, with several
 	// bridges on one store; empty while nobody holds it, absent alone.
 	Owner *string `json:"owner,omitempty"`
@@ -101,6 +106,9 @@ func utcOrNil(t time.Time) *time.Time {
 // share the store.
 func (s *server) view(r cursor.Registration) Registration {
 	v := viewOf(r)
+	if r.State != cursor.Completed {
+		v.Lag = lagOf(s.head.lastSeq(context.Background()), r.NextSeq)
+	}
 	if s.clusterOf != nil {
 		owner := s.clusterOf.Owner(r.ID)
 		v.Owner = &owner
