@@ -54,6 +54,8 @@ func commands() []command {
 		{"delete", "[--json] ID", "delete a registration", cmdDelete},
 		{"unpark", "[--json] ID", "resume a parked registration", cmdUnpark},
 		{"rewind", "(--seq N | --time RFC3339) [--json] ID", "move a registration's cursor", cmdRewind},
+		{"attempts", "[--seq N] [--limit N] [--json] [ID]", "show the POSTs made, newest first", cmdAttempts},
+		{"resend", "--seq N [--json] ID", "POST one journal message again", cmdResend},
 		{"purge", "--completed-older-than D [--batch-size N] [--max-batches N] [--idempotency-key-max-age D|none] [--json]", "delete old completed registrations", cmdPurge},
 		{"migrate", migrateSynopsis, "copy a bolt store into the kv store of --store kv", cmdMigrate},
 		{"publish", "[--nats-url URL] [--header K:V]... SUBJECT [DATA | -]", "publish a message to the journal", cmdPublish},

@@ -28,6 +28,7 @@ type runConfig struct {
 	cluster        embeddedCluster
 	stream         string
 	streamSubjects string
+	attempts       attemptFlags
 	createStream   optionalBool
 	adminListen    string
 	adminToken     string
@@ -128,6 +129,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.StringVar(&c.stream, "stream", "JOURNAL", "the journal stream")
 	fs.StringVar(&c.streamSubjects, "stream-subjects", "journal.>", "subjects (comma-separated) when the bridge creates the stream")
 	fs.Var(&c.createStream, "create-stream", "create the stream if missing (default true when embedded, false otherwise)")
+	c.attempts.register(fs)
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8480", "address of the admin API, /metrics, /healthz and /readyz")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /v1/*; empty generates one into <data-dir>/admin-token")
 	fs.StringVar(&c.a2aAllowHosts, "a2a-allow-hosts", "", "comma-separated exact hosts A2A webhooks may use (empty = any public host)")
@@ -222,6 +224,9 @@ func (c *runConfig) validate() error {
 		return fmt.Errorf("--flush-interval must be positive and at most 1m, got %v: it is how much a crash repeats", c.flushInterval)
 	}
 	if err := c.store.validate(); err != nil {
+		return err
+	}
+	if err := c.attempts.validate(); err != nil {
 		return err
 	}
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {

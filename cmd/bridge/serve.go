@@ -91,6 +91,11 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 		return err
 	}
 	defer reader.Close()
+	attempts, err := openAttempts(ctx, c, nc, log)
+	if err != nil {
+		return err
+	}
+	defer closeAttempts(attempts)
 
 	token, err := adminToken(c, log)
 	if err != nil {
@@ -100,7 +105,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if c.a2aAllowLoop {
 		log.Warn("A2A webhooks may use http:// on loopback addresses (--a2a-allow-loopback); never use this in production")
 	}
-	sender := webhook.NewSender(webhook.WithPolicy(guard), webhook.WithTimeout(c.requestTimeout))
+	sender := webhook.NewSender(webhook.WithPolicy(guard), webhook.WithTimeout(c.requestTimeout), responseBody(attempts))
 	defer sender.Close()
 
 	registry := prometheus.NewRegistry()
@@ -112,23 +117,26 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 		return st.LastSeq, err
 	}))
 	registerJournalMetrics(registry, reader)
+	registry.MustRegister(attemptCollectors(attempts)...)
 
-	daemon, err := newDaemon(c, stores, reader, sender, metrics, log)
+	daemon, err := newDaemon(c, stores, reader, sender, metrics, log, recording(attempts)...)
 	if err != nil {
 		return err
 	}
 	stores.due.attach(daemon)
 
 	api := admin.New(admin.Options{
-		Store:   stores.store,
-		Cluster: stores.cluster,
-		Journal: journalBounds{reader},
-		Guard:   guard,
-		Waker:   daemon,
-		Token:   token,
-		Ready:   func(ctx context.Context) error { return ready(ctx, nc, stores.ping) },
-		Metrics: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
-		Logger:  log,
+		Store:    stores.store,
+		Cluster:  stores.cluster,
+		Journal:  journalBounds{reader},
+		Guard:    guard,
+		Waker:    daemon,
+		Attempts: attemptReader(attempts),
+		Resender: daemon,
+		Token:    token,
+		Ready:    func(ctx context.Context) error { return ready(ctx, nc, stores.ping) },
+		Metrics:  promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
+		Logger:   log,
 	})
 	ln, err := net.Listen("tcp", c.adminListen)
 	if err != nil {
@@ -156,7 +164,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	return nil
 }
 
-func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger) (*bridge.Daemon, error) {
+func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger, extra ...bridge.Option) (*bridge.Daemon, error) {
 	source := c.ceSource
 	if source == "" {
 		source = "/jetstream/" + c.stream
@@ -167,6 +175,7 @@ func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *w
 		bridge.WithLogger(log),
 		bridge.WithMetrics(m),
 	}
+	opts = append(opts, extra...)
 	db := stores.store
 	outbox, err := bridge.New(db, reader, sender,
 		cloudevents.New(cloudevents.WithStream(c.stream), cloudevents.WithSource(source), cloudevents.WithType(c.ceType)), opts...)
