@@ -10,14 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 )
 
 // BenchmarkDrain measures one registration draining a backlog of 1 KiB
 // messages through the real stack; BenchmarkBarePOST is the sequential
 // POST loop it sits on, to compare in one run.
-func BenchmarkDrain(b *testing.B) {
-	e := newEnv(b)
+func BenchmarkDrain(b *testing.B) { benchDrain(b, newEnv(b)) }
+
+// benchDrain delivers b.N messages of 1 KiB to one registration of e,
+// through a worker with opts.
+func benchDrain(b *testing.B, e *env, opts ...bridge.Option) {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -28,7 +32,7 @@ func BenchmarkDrain(b *testing.B) {
 		e.publish("journal.bench", payload)
 	}
 	e.register("r", sink.URL, "journal.>")
-	w := e.workerFor(cloudevents.New(cloudevents.WithStream(stream)))
+	w := e.workerFor(cloudevents.New(cloudevents.WithStream(stream)), opts...)
 	b.ResetTimer()
 	ctx := context.Background()
 	for delivered := 0; delivered < b.N; {
