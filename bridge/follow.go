@@ -258,13 +258,22 @@ func (d *Daemon) wakeRange(ctx context.Context, g gap) error {
 
 // wakeSubject hands the registrations whose filter matches subject to free
 // turns, or marks them woken.
+//
+// A bridge sharing its store learns the wildcard filters from the store
+// first: a registration created through another bridge and held by this
+// one has a filter this bridge never saw, and without it the registration
+// would sleep through every message after its first turn.
 func (d *Daemon) wakeSubject(ctx context.Context, subject string, seq uint64) {
 	start := func(id, ns string) {
 		if w := d.workers[ns]; w != nil && d.owns(id) {
 			w.startNow(id)
 		}
 	}
-	err := d.store.Routes(ctx, subject, start)
+	var err error
+	if d.owner != nil {
+		err = d.store.WildcardFilters(ctx, d.wild.add)
+	}
+	err = errors.Join(err, d.store.Routes(ctx, subject, start))
 	for _, f := range d.wild.matching(subject) {
 		err = errors.Join(err, d.store.Routes(ctx, f, start))
 	}
