@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +238,376 @@ func (c *natsCluster) streamLeader(js jetstream.JetStream, stream string) int {
 		return leader >= 0 && c.nodes[leader].running()
 	})
 	return leader
+}
+
+// clusterTTL is the drills' --lease-ttl: short, so takeovers take
+// seconds, yet above a NATS election on this machine.
+const clusterTTL = 2 * time.Second
+
+// clusterToken is the --admin-token every bridge of a drill shares, as
+// docs/deployment.md asks.
+const clusterToken = "e2e-cluster-token"
+
+// bridgeCluster is N `bridge run --store kv` processes on a natsCluster,
+// one receiver for every registration and a client of the cluster.
+type bridgeCluster struct {
+	t       *testing.T
+	nats    *natsCluster
+	bridges []*chaosDaemon
+	sink    *chaosSink
+	js      jetstream.JetStream
+	ids     []string // registrations in creation order
+}
+
+// newBridgeCluster starts a NATS cluster and n bridges on it, all at once
+// as a deployment starts, and returns once every bridge is ready.
+func newBridgeCluster(t *testing.T, n int) *bridgeCluster {
+	t.Helper()
+	c := &bridgeCluster{t: t, nats: startNATSCluster(t, 3), sink: newChaosSink(t, 1, 2*time.Millisecond, 0)}
+	c.js = testutil.JetStream(t, c.nats.urls())
+	for range n {
+		c.launchBridge()
+	}
+	for i := range c.bridges {
+		c.awaitReady(i)
+	}
+	return c
+}
+
+// waitLeasesSettled waits until the bridges hold every shard between
+// them, each an equal share ± 1, as their bridge_leases_held say.
+func (c *bridgeCluster) waitLeasesSettled() {
+	c.t.Helper()
+	const shards = 64
+	waitFor(c.t, 2*clusterTTL, "the shard leases to settle", func() bool {
+		total := 0.0
+		for _, b := range c.bridges {
+			held := metricSum(c.t, b.admin, "bridge_leases_held")
+			if d := held - float64(shards)/float64(len(c.bridges)); d <= -1 || d >= 1 {
+				return false
+			}
+			total += held
+		}
+		return total == shards
+	})
+}
+
+// launchBridge starts bridge b<len+1> without waiting for it.
+func (c *bridgeCluster) launchBridge() *chaosDaemon {
+	c.t.Helper()
+	b := newChaosDaemon(c.t, "--store", "kv", "--nats-url", c.nats.urls(), "--instance", c.name(len(c.bridges)),
+		"--lease-ttl", clusterTTL.String(), "--kv-replicas", "3", "--stream", "JOURNAL", "--create-stream",
+		"--admin-token", clusterToken, "--a2a-allow-loopback")
+	// The admin clients of the tests read the token from the data dir.
+	if err := os.WriteFile(filepath.Join(b.dataDir, "admin-token"), []byte(clusterToken+"\n"), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	b.launch()
+	c.bridges = append(c.bridges, b)
+	return b
+}
+
+func (c *bridgeCluster) name(i int) string { return fmt.Sprintf("b%d", i+1) }
+
+// awaitReady waits until bridge i answers and says it is ready: joined,
+// its store and journal reachable.
+func (c *bridgeCluster) awaitReady(i int) {
+	c.t.Helper()
+	b := c.bridges[i]
+	b.awaitAPI()
+	waitFor(c.t, clusterSettle, c.name(i)+" to be ready", func() bool { return readyz(b.daemon) == http.StatusOK })
+}
+
+// restart starts bridge i again, on its data dir, name and ports.
+func (c *bridgeCluster) restart(i int) {
+	c.t.Helper()
+	c.bridges[i].launch()
+	c.awaitReady(i)
+}
+
+// live is a bridge other than the ones excluded that is running, to ask.
+func (c *bridgeCluster) live(except ...int) *daemon {
+	c.t.Helper()
+	for i, b := range c.bridges {
+		if b.running() && !slices.Contains(except, i) {
+			return b.daemon
+		}
+	}
+	c.t.Fatal("no bridge is running")
+	return nil
+}
+
+// register creates registrations prefix-0 … prefix-(n-1) through the
+// bridges in turn, each posting every journal message from the first to
+// its own path of the receiver.
+func (c *bridgeCluster) register(prefix string, n int) {
+	c.t.Helper()
+	for i := range n {
+		id := fmt.Sprintf("%s-%02d", prefix, i)
+		c.bridges[i%len(c.bridges)].create(map[string]any{"id": id, "namespace": "outbox",
+			"subject": "journal.>", "url": c.sink.url(id), "start": "first"})
+		c.ids = append(c.ids, id)
+	}
+}
+
+// owners is every registration's owner as bridge d lists them.
+func (c *bridgeCluster) owners(d *daemon) map[string]string {
+	c.t.Helper()
+	var page struct {
+		Registrations []struct {
+			ID    string `json:"id"`
+			Owner string `json:"owner"`
+		} `json:"registrations"`
+		Next string `json:"next"`
+	}
+	if code := d.api("GET", "/v1/registrations?limit=1000", nil, &page); code != http.StatusOK {
+		c.t.Fatalf("GET /v1/registrations: %d", code)
+	}
+	if page.Next != "" {
+		c.t.Fatalf("GET /v1/registrations?limit=1000: more than one page")
+	}
+	owners := make(map[string]string, len(page.Registrations))
+	for _, r := range page.Registrations {
+		owners[r.ID] = r.Owner
+	}
+	return owners
+}
+
+// shares counts the registrations each owner delivers; "" counts the
+// unowned.
+func shares(owners map[string]string) map[string]int {
+	n := map[string]int{}
+	for _, o := range owners {
+		n[o]++
+	}
+	return n
+}
+
+// ownedBy reports why not every registration is owned by one of the
+// live bridges named, "" when each is.
+func ownedBy(owners map[string]string, live []string) string {
+	for id, o := range owners {
+		if !slices.Contains(live, o) {
+			return fmt.Sprintf("%s owned by %q, not one of %v: %v", id, o, live, shares(owners))
+		}
+	}
+	return ""
+}
+
+// fairShares reports why the registrations are not split fairly among
+// the live bridges named (within 20 % of an equal split, ± 1), "" when
+// they are.
+func fairShares(owners map[string]string, live []string) string {
+	if why := ownedBy(owners, live); why != "" {
+		return why
+	}
+	n := shares(owners)
+	equal := float64(len(owners)) / float64(len(live))
+	for _, o := range live {
+		if k := float64(n[o]); k > 1.2*equal+1 || k < 0.8*equal-1 {
+			return fmt.Sprintf("%s owns %d of %d registrations, an equal share is %.1f: %v", o, n[o], len(owners), equal, n)
+		}
+	}
+	return ""
+}
+
+// waitOwners waits until check, given every registration's owner as
+// bridge d lists them, finds nothing wrong.
+func (c *bridgeCluster) waitOwners(d *daemon, within time.Duration, check func(map[string]string) string) map[string]string {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		owners := c.owners(d)
+		why := check(owners)
+		if why == "" {
+			return owners
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("after %v: %s", within, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitOwned waits until every registration is owned by one of the live
+// bridges named.
+func (c *bridgeCluster) waitOwned(d *daemon, within time.Duration, live []string) map[string]string {
+	c.t.Helper()
+	return c.waitOwners(d, within, func(o map[string]string) string { return ownedBy(o, live) })
+}
+
+// waitFair waits until the registrations are split fairly among the
+// live bridges named.
+func (c *bridgeCluster) waitFair(d *daemon, within time.Duration, live []string) map[string]string {
+	c.t.Helper()
+	return c.waitOwners(d, within, func(o map[string]string) string { return fairShares(o, live) })
+}
+
+// clusterView is GET /v1/cluster.
+type clusterView struct {
+	Instances []struct {
+		Name          string `json:"name"`
+		Registrations int    `json:"registrations"`
+		Self          bool   `json:"self"`
+	} `json:"instances"`
+	Store    string `json:"store"`
+	Replicas int    `json:"replicas"`
+}
+
+func (c *bridgeCluster) cluster(d *daemon) clusterView {
+	c.t.Helper()
+	var v clusterView
+	if code := d.api("GET", "/v1/cluster", nil, &v); code != http.StatusOK {
+		c.t.Fatalf("GET /v1/cluster: %d", code)
+	}
+	return v
+}
+
+func (v clusterView) names() []string {
+	var names []string
+	for _, in := range v.Instances {
+		names = append(names, in.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// feed publishes bodies prefix0, prefix1, … to the journal in the
+// background, one every pace, until stopped, each with its body as
+// Nats-Msg-Id so a publish retried across an election is stored once.
+type feed struct {
+	quit chan struct{}
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+func (c *bridgeCluster) startFeed(prefix string, pace time.Duration) *feed {
+	f := &feed{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for i := 0; ; i++ {
+			if f.err = publishOnce(c.js, "journal.e2e", fmt.Sprintf("%s%d", prefix, i)); f.err != nil {
+				return
+			}
+			select {
+			case <-f.quit:
+				return
+			case <-time.After(pace):
+			}
+		}
+	}()
+	// A test that fails before stop still leaves no publisher behind.
+	c.t.Cleanup(func() { f.once.Do(func() { close(f.quit) }); <-f.done })
+	return f
+}
+
+// stop ends the feed once the message in hand is published, failing
+// the test on a message the cluster would not take.
+func (f *feed) stop(t *testing.T) {
+	t.Helper()
+	f.once.Do(func() { close(f.quit) })
+	select {
+	case <-f.done:
+	case <-time.After(2 * clusterSettle):
+		t.Fatalf("the publisher did not stop within %v", 2*clusterSettle)
+	}
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+}
+
+// publishOnce publishes until the cluster acknowledges, for at most
+// clusterSettle: the message id makes every retry the same message.
+func publishOnce(js jetstream.JetStream, subject, body string) error {
+	deadline := time.Now().Add(clusterSettle)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.Publish(ctx, subject, []byte(body), jetstream.WithMsgID(body))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("publishing %s: %w", body, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// delivered reports how many messages every registration's receiver has
+// acknowledged at least once; the least of them.
+func (c *bridgeCluster) delivered() int {
+	least := -1
+	for _, id := range c.ids {
+		if n := len(firstArrivals(c.bodies(id))); least < 0 || n < least {
+			least = n
+		}
+	}
+	return least
+}
+
+// waitDelivered waits until every registration's receiver acknowledged
+// at least n messages, and otherwise fails naming the ones behind and
+// their owners.
+func (c *bridgeCluster) waitDelivered(within time.Duration, n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for c.delivered() < n {
+		if time.Now().After(deadline) {
+			owners := c.owners(c.live())
+			var behind []string
+			for _, id := range c.ids {
+				if k := len(firstArrivals(c.bodies(id))); k < n {
+					behind = append(behind, fmt.Sprintf("%s (owner %q): %d", id, owners[id], k))
+				}
+			}
+			c.t.Fatalf("after %v, registrations with fewer than %d messages acknowledged: %s", within, n, strings.Join(behind, ", "))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *bridgeCluster) bodies(id string) []string {
+	var out []string
+	for _, a := range c.sink.acks(id) {
+		out = append(out, a.body)
+	}
+	return out
+}
+
+// checkDelivered waits until every registration's receiver acknowledged
+// every message the journal holds, then checks first arrivals are in
+// stream order, and reports the repeats. It returns the repeats of each
+// registration.
+func (c *bridgeCluster) checkDelivered() map[string]int {
+	c.t.Helper()
+	var want []string
+	for _, m := range streamContents(c.t, c.js, "JOURNAL") {
+		want = append(want, string(m.data))
+	}
+	waitFor(c.t, time.Minute, fmt.Sprintf("all %d messages at all %d registrations", len(want), len(c.ids)),
+		func() bool { return c.delivered() >= len(want) })
+	repeats := map[string]int{}
+	total := 0
+	for _, id := range c.ids {
+		got := c.bodies(id)
+		if first := firstArrivals(got); !slices.Equal(first, want) {
+			c.t.Errorf("%s: first arrivals %s, want the journal's %d messages in stream order", id, diffAt(first, want), len(want))
+		}
+		repeats[id] = len(got) - len(want)
+		total += repeats[id]
+	}
+	c.t.Logf("%d messages × %d registrations delivered; %d repeats %v", len(want), len(c.ids), total, repeats)
+	return repeats
+}
+
+// diffAt shows where got first departs from want.
+func diffAt(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("depart at index %d: got %q, want %q", i, excerpt(got, i), excerpt(want, i))
+		}
+	}
+	return fmt.Sprintf("are %d messages, the first %d in order", len(got), min(len(got), len(want)))
 }
