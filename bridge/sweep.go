@@ -180,6 +180,15 @@ func (s *scheduler) releaseLocked(id string) bool {
 	return s.waiting || len(s.woken) > 0
 }
 
+// contended reports that every slot is in a turn and another
+// registration waits for one: woken and not in a turn (more woken ids
+// than turns means one at least is not in one), or due rows left unread.
+func (s *scheduler) contended(limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) >= limit && (s.waiting || len(s.woken) > len(s.inflight))
+}
+
 func (s *scheduler) setWaiting(v bool) {
 	s.mu.Lock()
 	s.waiting = v
@@ -206,6 +215,22 @@ func (s *scheduler) wokenIDs(n int) []string {
 		}
 	}
 	return ids
+}
+
+// turnQuantum is how long a turn delivers before it gives its slot to a
+// registration waiting for one. A page of a slow receiver's backlog
+// (256 POSTs of 20 ms) held a slot for five seconds while the
+// registrations beyond the slots waited: with 18 registrations on 16
+// slots, two of them were served only after whole pages of others, and
+// the bridge delivered at half its slots' rate. Turns of fast receivers
+// finish their page within it.
+const turnQuantum = 100 * time.Millisecond
+
+// yields reports that t has had its quantum and another registration
+// waits for its slot: the turn ends after the message it delivered, its
+// cursor kept, and the registration is woken to be served again.
+func (w *Worker) yields(t *turn) bool {
+	return time.Since(t.started) >= turnQuantum && w.sched.contended(w.maxInFlight)
 }
 
 // Wake tells the worker that these registrations may have new journal
