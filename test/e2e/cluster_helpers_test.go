@@ -259,18 +259,30 @@ type bridgeCluster struct {
 	ids     []string // registrations in creation order
 }
 
-// newBridgeCluster starts a NATS cluster and n bridges on it, all at once
-// as a deployment starts, and returns once every bridge is ready.
+// newBridgeCluster starts a NATS cluster and n bridges on it: the first
+// alone, which creates the journal and the buckets, then the others at
+// once, and returns once every bridge is ready. Bridges starting together
+// on a fresh cluster are a drill of their own.
 func newBridgeCluster(t *testing.T, n int) *bridgeCluster {
 	t.Helper()
-	c := &bridgeCluster{t: t, nats: startNATSCluster(t, 3), sink: newChaosSink(t, 1, 2*time.Millisecond, 0)}
-	c.js = testutil.JetStream(t, c.nats.urls())
-	for range n {
+	c := newBareCluster(t)
+	c.launchBridge()
+	c.awaitReady(0)
+	for range n - 1 {
 		c.launchBridge()
 	}
 	for i := range c.bridges {
 		c.awaitReady(i)
 	}
+	return c
+}
+
+// newBareCluster is a NATS cluster with a receiver and a client, and no
+// bridge yet.
+func newBareCluster(t *testing.T) *bridgeCluster {
+	t.Helper()
+	c := &bridgeCluster{t: t, nats: startNATSCluster(t, 3), sink: newChaosSink(t, 1, 2*time.Millisecond, 0)}
+	c.js = testutil.JetStream(t, c.nats.urls())
 	return c
 }
 
@@ -369,6 +381,17 @@ func (c *bridgeCluster) owners(d *daemon) map[string]string {
 	owners := make(map[string]string, len(page.Registrations))
 	for _, r := range page.Registrations {
 		owners[r.ID] = r.Owner
+	}
+	// Every create has answered: every bridge lists it.
+	var missing []string
+	for _, id := range c.ids {
+		if _, ok := owners[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		c.t.Fatalf("GET /v1/registrations through %s lists %d registrations, not %v, whose creates have answered",
+			d.admin, len(owners), missing)
 	}
 	return owners
 }

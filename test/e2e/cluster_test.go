@@ -52,6 +52,23 @@ func TestClusterOfNATSProcessesSurvivesItsStreamLeader(t *testing.T) {
 	}
 }
 
+// Three bridges started at the same moment on a fresh cluster race to
+// create the journal, the buckets and the attempts stream; each waits
+// for what another is creating, and all three serve.
+func TestClusterBridgesStartingTogether(t *testing.T) {
+	c := newBareCluster(t)
+	for range 3 {
+		c.launchBridge()
+	}
+	for i := range c.bridges {
+		c.awaitReady(i)
+	}
+	live := c.namesBut(3, -1)
+	waitFor(t, 2*clusterTTL, "GET /v1/cluster to list the three bridges", func() bool {
+		return slices.Equal(c.cluster(c.bridges[0].daemon).names(), live)
+	})
+}
+
 // answer is one admin API call's status and body, bytes as sent.
 type answer struct {
 	code int
