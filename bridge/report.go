@@ -42,4 +42,7 @@ func (r *Report) add(p progress) {
 // concurrently and are summed afterwards, so none shares a mutable Report.
 type progress struct {
 	records, deliveries, retries, completed, parked, skipped int
+	// yielded says the turn ended early to give its slot away (see
+	// Worker.yields); it is no count.
+	yielded bool
 }

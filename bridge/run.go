@@ -94,6 +94,14 @@ func (w *Worker) serveWhileWoken(run, turnCtx context.Context, id string) {
 			w.sched.release(id)
 			return
 		}
+		if p.yielded {
+			// The slot goes to a registration that waits for one; id,
+			// woken, waits its turn like the others.
+			if next, ok := w.sched.handOff(id); ok {
+				id = next
+				continue
+			}
+		}
 		if !w.sched.again(id, w.maxInFlight) {
 			return
 		}

@@ -189,6 +189,24 @@ func (s *scheduler) contended(limit int) bool {
 	return len(s.inflight) >= limit && (s.waiting || len(s.woken) > len(s.inflight))
 }
 
+// handOff moves id's claim to a woken registration not in a turn, and
+// marks id woken; false, changing nothing, when none waits.
+func (s *scheduler) handOff(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for next := range s.woken {
+		if _, busy := s.inflight[next]; busy {
+			continue
+		}
+		delete(s.woken, next)
+		s.inflight[next] = struct{}{}
+		delete(s.inflight, id)
+		s.woken[id] = struct{}{}
+		return next, true
+	}
+	return "", false
+}
+
 func (s *scheduler) setWaiting(v bool) {
 	s.mu.Lock()
 	s.waiting = v

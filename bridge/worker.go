@@ -341,7 +341,7 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 			return true, nil
 		}
 		if i > 0 && w.yields(t) {
-			t.yielded = true
+			t.yielded, t.p.yielded = true, true
 			return false, nil
 		}
 		rec := &page.Records[i]

@@ -68,9 +68,14 @@ func openAttempts(ctx context.Context, c *runConfig, nc *nats.Conn, log *slog.Lo
 	ctx, cancel := context.WithTimeout(ctx, setupWait)
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		l, err := attempt.Open(ctx, nc, attempt.Config{
+		// Each attempt bounded: bridges starting together update the
+		// stream at once, and an update that loses the race can go
+		// unanswered.
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		l, err := attempt.Open(actx, nc, attempt.Config{
 			Stream: a.stream, MaxAge: a.maxAge, MaxBytes: int64(a.maxBytes), Replicas: replicas, Logger: log,
 		})
+		acancel()
 		if err == nil {
 			log.Info("attempt log: every POST is recorded; the log is bounded, the oldest records go first",
 				"stream", a.stream, "subjects", attempt.Subjects(a.stream), "maxAge", a.maxAge, "maxBytes", a.maxBytes.String(), "replicas", replicas)
