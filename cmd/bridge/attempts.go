@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetstream-bridge/bridge/admin"
@@ -82,7 +84,7 @@ func openAttempts(ctx context.Context, c *runConfig, nc *nats.Conn, log *slog.Lo
 			return l, nil
 		}
 		if !settling(err) {
-			return nil, err
+			return nil, noRoomHint(err, a.maxBytes)
 		}
 		log.Info("waiting for the attempts stream", "stream", a.stream, "error", err)
 		select {
@@ -256,4 +258,18 @@ func attemptCollectors(l *attempt.Log) []prometheus.Collector {
 		return nil
 	}
 	return l.Collectors()
+}
+
+// codeInsufficientStorage is JetStream's "insufficient storage resources
+// available": a stream's max_bytes beyond what the server can reserve.
+const codeInsufficientStorage = 10047
+
+// noRoomHint adds to JetStream's refusal to reserve the log's bytes what
+// the operator can do about it.
+func noRoomHint(err error, maxBytes byteSize) error {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.ErrorCode == codeInsufficientStorage {
+		return fmt.Errorf("%w: the server cannot reserve --attempts-max-bytes %s for the attempt log; lower it, give JetStream more storage, or run with --attempt-log=false", err, maxBytes.String())
+	}
+	return err
 }

@@ -87,7 +87,7 @@ func TestBareConsumerDeliversNewMessagesToTheSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sk.close()
-	e := &env{ns: ns, nc: nc, js: js, sink: sk}
+	e := &env{ns: ns, nc: nc, js: js, sink: sk, natsURL: ns.ClientURL()}
 
 	st, err := e.newStream(ctx, "t", allowDirect)
 	if err != nil {

@@ -582,7 +582,9 @@ func TestDataDirReadOnly(t *testing.T) {
 		fs = t.TempDir()
 	}
 	data := filepath.Join(fs, "data")
-	d := newChaosDaemon(t)
+	// The embedded server's JetStream store is on the 4 MiB filesystem
+	// too: the attempt log's reservation has to fit in it.
+	d := newChaosDaemon(t, "--attempts-max-bytes", "1MiB")
 	d.useDataDir(data)
 	d.start()
 	s := newGateSink(t)
