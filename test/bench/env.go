@@ -310,11 +310,12 @@ func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, l
 
 // cleanEnv is this process's environment without the variables the bridge
 // reads, so an operator's shell cannot change what is measured; only
-// BRIDGE_DEBUG_LISTEN passes, to profile the bridge during a run.
+// BRIDGE_DEBUG_LISTEN passes, to profile the bridge during a run, and
+// BRIDGE_ATTEMPT_LOG, to measure what the attempt log costs.
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "BRIDGE_DEBUG_LISTEN=") {
+		if strings.HasPrefix(kv, "BRIDGE_DEBUG_LISTEN=") || strings.HasPrefix(kv, "BRIDGE_ATTEMPT_LOG=") {
 			out = append(out, kv)
 			continue
 		}
