@@ -15,7 +15,7 @@ test:
 	$(GO) test -race -count=1 -timeout 9m ./...
 
 # The scenario benchmarks of the real bridge, each beside the raw limit it
-# sits on (test/bench); about 12 minutes, bench-quick a tenth the size.
+# sits on (test/bench); about 20 minutes with the cluster scenarios, bench-quick a tenth the size.
 bench:
 	$(GO) run ./test/bench
 
