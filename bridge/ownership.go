@@ -65,7 +65,8 @@ func (d *Daemon) ownershipLoop(ctx context.Context) {
 		if len(gained) > 0 {
 			if err := d.wakeShards(ctx, gained); err != nil && ctx.Err() == nil {
 				d.log.Error("waking the registrations of shards taken over", "shards", len(gained), "error", err)
-				// Forget them, so the next change or tick tries again.
+				// Forget them, so the next change of the share tries
+				// again.
 				for _, s := range gained {
 					delete(held, s)
 				}
