@@ -67,32 +67,19 @@ func openAttempts(ctx context.Context, c *runConfig, nc *nats.Conn, log *slog.Lo
 	if c.store.store == "kv" {
 		replicas = c.store.kv.replicas
 	}
-	ctx, cancel := context.WithTimeout(ctx, setupWait)
-	defer cancel()
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		// Each attempt bounded: bridges starting together update the
-		// stream at once, and an update that loses the race can go
-		// unanswered.
-		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		l, err := attempt.Open(actx, nc, attempt.Config{
+	var l *attempt.Log
+	err := untilSettled(ctx, log, "the attempts stream "+a.stream, func(ctx context.Context) (err error) {
+		l, err = attempt.Open(ctx, nc, attempt.Config{
 			Stream: a.stream, MaxAge: a.maxAge, MaxBytes: int64(a.maxBytes), Replicas: replicas, Logger: log,
 		})
-		acancel()
-		if err == nil {
-			log.Info("attempt log: every POST is recorded; the log is bounded, the oldest records go first",
-				"stream", a.stream, "subjects", attempt.Subjects(a.stream), "maxAge", a.maxAge, "maxBytes", a.maxBytes.String(), "replicas", replicas)
-			return l, nil
-		}
-		if !settling(err) {
-			return nil, noRoomHint(err, a.maxBytes)
-		}
-		log.Info("waiting for the attempts stream", "stream", a.stream, "error", err)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, noRoomHint(err, a.maxBytes)
 	}
+	log.Info("attempt log: every POST is recorded; the log is bounded, the oldest records go first",
+		"stream", a.stream, "subjects", attempt.Subjects(a.stream), "maxAge", a.maxAge, "maxBytes", a.maxBytes.String(), "replicas", replicas)
+	return l, nil
 }
 
 func cmdAttempts(ctx context.Context, s *session, args []string) error {

@@ -175,21 +175,35 @@ func clusterMetrics(m *lease.Member, kv *kvstore.Store) []prometheus.Collector {
 	}
 }
 
-// ensureJournal finds or creates the journal stream, waiting (bounded by
-// setupWait, logging why) while a cluster settles: bridges starting
-// together on a fresh cluster race to create it, and a create that loses
-// the race can go unanswered.
+// ensureJournal finds or creates the journal stream, waiting while a
+// fresh cluster settles (see untilSettled).
 func ensureJournal(ctx context.Context, c *runConfig, js jetstream.JetStream, create bool, log *slog.Logger) error {
+	return untilSettled(ctx, log, "the journal stream "+c.stream, func(ctx context.Context) error {
+		_, err := journal.EnsureStream(ctx, js, c.stream, splitList(c.streamSubjects), create, journalReplicas(c))
+		return err
+	})
+}
+
+// attemptWait bounds one attempt of untilSettled.
+const attemptWait = 2 * time.Second
+
+// untilSettled calls try until it succeeds or fails for another reason
+// than a cluster settling, waiting at most setupWait in all and logging
+// why. Bridges starting together on a fresh cluster create and update
+// the same streams at once, and a request that loses such a race can go
+// unanswered: each attempt is bounded by attemptWait, so one lost answer
+// costs seconds, not the whole wait.
+func untilSettled(ctx context.Context, log *slog.Logger, what string, try func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, setupWait)
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := journal.EnsureStream(actx, js, c.stream, splitList(c.streamSubjects), create, journalReplicas(c))
+		actx, acancel := context.WithTimeout(ctx, attemptWait)
+		err := try(actx)
 		acancel()
 		if err == nil || !settling(err) {
 			return err
 		}
-		log.Info("waiting for the journal stream", "stream", c.stream, "error", err)
+		log.Info("waiting for "+what, "error", err)
 		select {
 		case <-ctx.Done():
 			return err
