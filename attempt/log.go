@@ -34,6 +34,11 @@ const (
 // goroutine takes: their attempt numbers are looked up in one request.
 const publishBatch = 256
 
+// DefaultLinger is how long a record may wait for others to leave with:
+// short beside the time anyone reads the log, long beside the gaps
+// between POSTs of a busy bridge.
+const DefaultLinger = 10 * time.Millisecond
+
 // recentMax bounds the attempt numbers kept in memory; past it they are
 // forgotten at once and looked up in the stream again when needed.
 const recentMax = 1 << 16
@@ -49,6 +54,9 @@ type Config struct {
 	Replicas int
 	// Buffer bounds the records waiting for NATS; 0 means DefaultBuffer.
 	Buffer int
+	// Linger is how long a record waits for others to be published with;
+	// 0 means DefaultLinger.
+	Linger time.Duration
 	Logger *slog.Logger
 }
 
@@ -66,9 +74,11 @@ type Log struct {
 	stream string
 	prefix string
 	direct string
+	linger time.Duration
 	log    *slog.Logger
 
 	queue   chan Attempt
+	flushes chan chan struct{}
 	done    chan struct{}
 	closing sync.Once
 
@@ -105,15 +115,19 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = DefaultBuffer
 	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = DefaultLinger
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Log{
-		nc: nc, stream: cfg.Stream, log: cfg.Logger,
-		prefix: SubjectRoot + "." + cfg.Stream,
-		queue:  make(chan Attempt, cfg.Buffer),
-		done:   make(chan struct{}),
-		recent: make(map[key]last),
+		nc: nc, stream: cfg.Stream, log: cfg.Logger, linger: cfg.Linger,
+		prefix:  SubjectRoot + "." + cfg.Stream,
+		queue:   make(chan Attempt, cfg.Buffer),
+		flushes: make(chan chan struct{}),
+		done:    make(chan struct{}),
+		recent:  make(map[key]last),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bridge_attempts_dropped_total",
 			Help: "Attempt records lost because NATS could not take them; the deliveries themselves went on.",
@@ -199,28 +213,98 @@ func (l *Log) drop(n uint64) {
 		"stream", l.stream, "droppedSoFar", total)
 }
 
-// run numbers and publishes queued records, a batch at a time.
+// run numbers and publishes queued records, a batch at a time. After a
+// batch's first record it waits for linger, or for a flush, and then takes
+// what queued meanwhile: records leaving one by one cost a wakeup of this
+// goroutine, a socket write and an acknowledgement round each, which on a
+// busy machine is what the log costs deliveries. Waiting on a timer
+// rather than on the queue lets Record hand a record over without waking
+// anyone.
 func (l *Log) run() {
 	defer close(l.done)
 	batch := make([]Attempt, 0, publishBatch)
-	for a := range l.queue {
-		batch = append(batch[:0], a)
-	fill:
-		for len(batch) < publishBatch {
-			select {
-			case a, ok := <-l.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, a)
-			default:
-				break fill
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	for {
+		var flushed chan struct{}
+		select {
+		case a, ok := <-l.queue:
+			if !ok {
+				return
 			}
+			batch = append(batch[:0], a)
+			wait.Reset(l.linger)
+			select {
+			case <-wait.C:
+			case flushed = <-l.flushes:
+				wait.Stop()
+			}
+		case flushed = <-l.flushes:
+			batch = batch[:0]
 		}
+		open := l.publishQueued(batch)
+		if flushed != nil {
+			close(flushed)
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// publishQueued publishes batch and everything queued behind it;
+// false once the queue is closed and empty.
+func (l *Log) publishQueued(batch []Attempt) bool {
+	for {
+		var open bool
+		batch, open = l.take(batch)
 		l.number(batch)
 		for i := range batch {
 			l.publish(&batch[i])
 		}
+		if !open || len(batch) < publishBatch {
+			return open
+		}
+		batch = batch[:0]
+	}
+}
+
+// take appends to batch what is queued, up to publishBatch, without
+// waiting; open is false once the queue is closed and empty.
+func (l *Log) take(batch []Attempt) ([]Attempt, bool) {
+	for len(batch) < publishBatch {
+		select {
+		case a, ok := <-l.queue:
+			if !ok {
+				return batch, false
+			}
+			batch = append(batch, a)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// flush hands every record queued so far to NATS and waits for their
+// acknowledgements, or until ctx ends.
+func (l *Log) flush(ctx context.Context) {
+	done := make(chan struct{})
+	select {
+	case l.flushes <- done:
+	case <-l.done:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-l.js.PublishAsyncComplete():
+	case <-ctx.Done():
 	}
 }
 
@@ -306,9 +390,11 @@ func (l *Log) lookup(subjects []string) {
 // Number gives a, a POST about to be recorded, the attempt number after
 // the last one the stream holds for its message index: a resend answers
 // its number at once, instead of leaving it to the recording goroutine.
-// A POST whose record is still on its way to the stream is not counted.
+// What was recorded before is flushed to the stream first, so the POST
+// just made is counted; a resend is rare enough to wait the milliseconds.
 func (l *Log) Number(ctx context.Context, a *Attempt) {
 	a.Attempt = 1
+	l.flush(ctx)
 	msgs, err := l.get(ctx, getRequest{LastBy: l.subject(a.Registration, a.Seq, a.Index)})
 	if err != nil || len(msgs) == 0 {
 		return
