@@ -203,7 +203,7 @@ func TestSameRunRatesTheDefaultStreamAgainstAllowDirect(t *testing.T) {
 		{name: "S1", figure: 1000, vsBare: 1.0, rows: []row{{what: s1.what}}},
 		{name: "S1d", figure: 900, vsBare: 0.99, rows: []row{{what: s1d.what}}},
 		{name: "S2d", figure: 500, rows: []row{{what: s2d.what}, {what: "S2d journal reads per message"}}},
-	}, [2]variant{s1, s1d}, [2]variant{s2, s2d})
+	}, comparisons[:2]...)
 	d := results[1].rows
 	if len(d) != 3 || d[1].ratio != "0.90" || d[1].met != "no" || d[1].bridge != "900" || d[1].baseline != "1,000" {
 		t.Fatalf("S1d rows = %+v, want its figure then a ratio row of 0.90, not met", d)
@@ -216,7 +216,7 @@ func TestSameRunRatesTheDefaultStreamAgainstAllowDirect(t *testing.T) {
 	}
 
 	results = sameRun([]result{failed("S2", s2.what, errors.New("sink gone")), {name: "S2d", figure: 500, rows: []row{{what: s2d.what}}}},
-		[2]variant{s2, s2d})
+		comparisons[1])
 	if d := results[1].rows; len(d) != 3 || d[1].met != "n/a" || d[1].ratio != "-" {
 		t.Fatalf("S2d rows beside a failed S2 = %+v, want a ratio row of n/a", d)
 	}

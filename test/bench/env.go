@@ -231,13 +231,14 @@ func (e *env) newBridgeDir(name string) (string, error) {
 	return os.MkdirTemp(e.dir, "bridge-"+name+"-")
 }
 
-// startFresh starts a bridge on s with an empty store of its own.
-func (e *env) startFresh(ctx context.Context, s stream, name string) (*bridgeProc, error) {
+// startFresh starts a bridge on s with an empty store of its own; extra
+// are flags of `bridge run` added to the bench's own.
+func (e *env) startFresh(ctx context.Context, s stream, name string, extra ...string) (*bridgeProc, error) {
 	dir, err := e.newBridgeDir(name)
 	if err != nil {
 		return nil, err
 	}
-	return e.startBridge(ctx, s, dir)
+	return e.startBridgeWithin(ctx, s, dir, 30*time.Second, extra...)
 }
 
 // startBridge starts a bridge on s and dataDir and returns once its

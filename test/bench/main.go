@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S2,S2d,S3,S4,MEM,R1,R2,C1,C2,C3,C4,C5] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S2,S2d,S2o,S3,S4,MEM,R1,R2,C1,C2,C3,C4,C5] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -43,6 +43,9 @@
 //	     as many bare POSTs from 16 goroutines; and journal reads per
 //	     message.
 //	S2d  S2 on a default stream, as S1d is S1.
+//	S1o, S2o  S1 and S2 with --attempt-log=false, with baselines of their
+//	     own; S1's and S2's rates against them are what the attempt log
+//	     costs.
 //	S3   idle scale: 100,000 registrations on distinct subjects, no traffic:
 //	     CPU and memory at rest, then one message's latency.
 //	S4   live latency: one registration, 1,000 messages/s for 10 s; against an
@@ -149,7 +152,7 @@ var quick = sizes{
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = append([]string{"S1", "S1b", "S1d", "S2", "S2d", "S3", "S4", "MEM", "R1", "R2"}, clusterNames...)
+var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S2", "S2d", "S2o", "S3", "S4", "MEM", "R1", "R2"}, clusterNames...)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -200,12 +203,15 @@ func benchMain() int {
 	if selected["S1"] || selected["S1b"] {
 		results = append(results, b.drain(ctx, s1, selected["S1"], selected["S1b"])...)
 	}
-	if selected["S1d"] && ctx.Err() == nil {
-		results = append(results, b.drain(ctx, s1d, true, false)...)
+	for _, v := range []variant{s1d, s1o} {
+		if selected[v.name] && ctx.Err() == nil {
+			results = append(results, b.drain(ctx, v, true, false)...)
+		}
 	}
 	results = append(results, runSelected(ctx, selected, []scenario{
 		{"S2", func(ctx context.Context) result { return b.fanOut(ctx, s2) }},
 		{"S2d", func(ctx context.Context) result { return b.fanOut(ctx, s2d) }},
+		{"S2o", func(ctx context.Context) result { return b.fanOut(ctx, s2o) }},
 		{"S3", b.idleScale},
 		{"S4", b.liveLatency},
 		{"MEM", b.memory},
@@ -213,7 +219,7 @@ func benchMain() int {
 		{"R2", b.registryScale},
 	})...)
 	results = append(results, b.clusterScenarios(ctx, selected)...)
-	results = sameRun(results, [2]variant{s1, s1d}, [2]variant{s2, s2d})
+	results = sameRun(results, comparisons...)
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted")
 	}

@@ -36,35 +36,50 @@ type result struct {
 	err            error
 }
 
-// sameRun is the ratio rows of each default-stream figure against the
-// allow_direct one of the same run, added after the default-stream
-// result's first row: what a stream made the way jetstream.StreamConfig
-// leaves it costs against the one the bridge would create. The first
-// divides the rates; the second each rate's ratio to the bare loop run
-// beside it, since the two scenarios run minutes apart and this machine's
-// speed drifts by more than the difference sought (the bare loops show
-// by how much). A pair with a side not run has no rows.
-func sameRun(results []result, pairs ...[2]variant) []result {
+// comparison is two variants of one scenario in the same run: what
+// changing one thing (the stream's configuration, the attempt log) costs.
+type comparison struct {
+	base, other variant
+	// label names the ratio other ÷ base in the report.
+	label  string
+	target float64
+}
+
+// The comparisons a run reports when both sides ran.
+var comparisons = []comparison{
+	{s1, s1d, "default stream ÷ allow_direct stream", 0.95},
+	{s2, s2d, "default stream ÷ allow_direct stream", 0.95},
+	{s1o, s1, "attempt log on ÷ off", 0.90},
+	{s2o, s2, "attempt log on ÷ off", 0.90},
+}
+
+// sameRun adds, after the other side's first row, the ratio rows of each
+// comparison. The first divides the rates; the second each rate's ratio to
+// the bare loop run beside it, since the two scenarios run minutes apart
+// and this machine's speed drifts by more than the difference sought (the
+// bare loops show by how much). A pair with a side not run has no rows.
+func sameRun(results []result, pairs ...comparison) []result {
 	byName := map[string]*result{}
 	for i := range results {
 		byName[results[i].name] = &results[i]
 	}
 	for _, p := range pairs {
-		direct, dflt := byName[p[0].name], byName[p[1].name]
-		if direct == nil || dflt == nil {
+		base, other := byName[p.base.name], byName[p.other.name]
+		if base == nil || other == nil {
 			continue
 		}
-		x := row{what: p[0].name + " default stream ÷ allow_direct stream, same run", bridge: "n/a", baseline: "-", ratio: "-", target: "≥ 0.95", met: "n/a"}
-		y := row{what: p[0].name + " the same, each against its bare loop", bridge: "n/a", baseline: "-", ratio: "-", target: "≥ 0.95", met: "n/a"}
-		if direct.figure > 0 && dflt.figure > 0 {
-			r := dflt.figure / direct.figure
-			x.bridge, x.baseline, x.ratio, x.met = count(dflt.figure), count(direct.figure), fmt.Sprintf("%.2f", r), yesNo(r >= 0.95)
-			rn := dflt.vsBare / direct.vsBare
-			y.bridge, y.baseline = fmt.Sprintf("%.2f", dflt.vsBare), fmt.Sprintf("%.2f", direct.vsBare)
-			y.ratio, y.met = fmt.Sprintf("%.2f", rn), yesNo(rn >= 0.95)
-			dflt.line += fmt.Sprintf("; %s ÷ %s, same run: %.2f (%.2f against their bare loops)", p[1].name, p[0].name, r, rn)
+		want := fmt.Sprintf("≥ %.2f", p.target)
+		x := row{what: p.base.name[:2] + " " + p.label + ", same run", bridge: "n/a", baseline: "-", ratio: "-", target: want, met: "n/a"}
+		y := row{what: p.base.name[:2] + " the same, each against its bare loop", bridge: "n/a", baseline: "-", ratio: "-", target: want, met: "n/a"}
+		if base.figure > 0 && other.figure > 0 {
+			r := other.figure / base.figure
+			x.bridge, x.baseline, x.ratio, x.met = count(other.figure), count(base.figure), fmt.Sprintf("%.2f", r), yesNo(r >= p.target)
+			rn := other.vsBare / base.vsBare
+			y.bridge, y.baseline = fmt.Sprintf("%.2f", other.vsBare), fmt.Sprintf("%.2f", base.vsBare)
+			y.ratio, y.met = fmt.Sprintf("%.2f", rn), yesNo(rn >= p.target)
+			other.line += fmt.Sprintf("; %s ÷ %s, same run: %.2f (%.2f against their bare loops)", p.other.name, p.base.name, r, rn)
 		}
-		dflt.rows = slices.Insert(dflt.rows, min(1, len(dflt.rows)), x, y)
+		other.rows = slices.Insert(other.rows, min(1, len(other.rows)), x, y)
 	}
 	return results
 }

@@ -78,18 +78,28 @@ func errorsLogged(path string) int {
 type variant struct {
 	name, what string
 	config     streamConfig
+	// flags are added to the bridge's command line.
+	flags []string
 }
 
 // The drain and fan-out variants. S1 and S2 run on the stream the bridge
 // would create; S1d and S2d on one as jetstream.StreamConfig leaves it,
 // which is how many users' streams are made.
 var (
-	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect}
-	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect}
-	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig}
-	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect}
-	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig}
+	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect, nil}
+	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect, nil}
+	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig, nil}
+	s1o = variant{"S1o", "S1 drain, attempt log off (msg/s)", allowDirect, logOff}
+	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect, nil}
+	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig, nil}
+	s2o = variant{"S2o", "S2 fan-out, attempt log off (deliveries/s)", allowDirect, logOff}
 )
+
+// logOff is what S1o and S2o change: the attempt log's cost is S1 and S2
+// against them.
+var logOff = []string{"--attempt-log=false"}
+
+var ()
 
 func (v variant) failed(err error) result { return failed(v.name, v.what, err) }
 
@@ -298,7 +308,9 @@ type drained struct {
 // result when it ended without a figure (failed, or batch mode not
 // implemented).
 func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first uint64, v variant, batch map[string]any) (d drained, early *result) {
-	start := func(ctx context.Context) (*bridgeProc, error) { return b.startFresh(ctx, s, strings.ToLower(v.name)) }
+	start := func(ctx context.Context) (*bridgeProc, error) {
+		return b.startFresh(ctx, s, strings.ToLower(v.name), v.flags...)
+	}
 	return b.drainBy(ctx, start, subject, first, b.sz.s1Backlog, v, batch)
 }
 
@@ -497,7 +509,7 @@ func (b *bench) fanOut(ctx context.Context, v variant) result {
 	if err != nil {
 		return v.failed(err)
 	}
-	br, err := b.startBridge(ctx, s, dir)
+	br, err := b.startBridgeWithin(ctx, s, dir, 30*time.Second, v.flags...)
 	if err != nil {
 		return v.failed(err)
 	}
