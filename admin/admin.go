@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/events"
 	"github.com/jetstream-bridge/bridge/projection"
 )
 
@@ -50,6 +51,12 @@ type Waker interface {
 	Wake(ids ...string)
 }
 
+// Events is told of the changes an operator makes through the API
+// (events.Publisher is one); Publish must return at once.
+type Events interface {
+	Publish(events.Event)
+}
+
 // Options configure the handler New returns. Store, Journal and Guard are
 // required; everything else has a safe default.
 type Options struct {
@@ -74,6 +81,9 @@ type Options struct {
 	Attempts Attempts
 	// Resender serves POST /v1/registrations/{id}/resend.
 	Resender Resender
+	// Events is told of registrations created, deleted and unparked;
+	// nil publishes nothing.
+	Events Events
 	// Metrics is served at /metrics without a token; nil answers 404.
 	Metrics http.Handler
 	// Logger receives one line per change and per internal error; nil
@@ -97,6 +107,7 @@ type server struct {
 	clusterOf Cluster
 	attempts  Attempts
 	resender  Resender
+	events    Events
 	// tokenSum is the SHA-256 of the token: comparing fixed-length digests
 	// keeps the comparison constant-time in the token's length too.
 	tokenSum [sha256.Size]byte
@@ -128,6 +139,7 @@ func New(opts Options) http.Handler {
 		clusterOf: opts.Cluster,
 		attempts:  opts.Attempts,
 		resender:  opts.Resender,
+		events:    opts.Events,
 		tokenSum:  sha256.Sum256([]byte(opts.Token)),
 		hasToken:  opts.Token != "",
 		ready:     opts.Ready,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/events"
 	"github.com/jetstream-bridge/bridge/projection"
 )
 
@@ -41,9 +42,19 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A replayed key answers what it answered before and created nothing:
+	// only a fresh insert renders an answer, so only it is announced.
+	fresh := idem == nil
+	if idem != nil {
+		render := idem.Answer
+		idem.Answer = func(r cursor.Registration) ([]byte, error) { fresh = true; return render(r) }
+	}
 	stored, answer, err := s.store.Create(ctx, reg, idem)
 	if err != nil {
 		return storeError(err, reg.ID, "storing the registration")
+	}
+	if fresh {
+		s.announce(events.Created, stored)
 	}
 	if len(answer) == 0 { // no idempotency key: nothing was rendered yet
 		if answer, err = s.renderRegistration(stored); err != nil {
@@ -234,10 +245,16 @@ func rotateSecret(c *cursor.Config, old cursor.Config, now time.Time) {
 // succeeds, so a retried delete cannot fail.
 func (s *server) delete(w http.ResponseWriter, r *http.Request) error {
 	if id, err := pathID(r); err == nil {
+		// Read first: registration.deleted shows the registration as it
+		// was, and only one that existed.
+		was, getErr := s.store.Get(r.Context(), id)
 		if err := s.store.Delete(r.Context(), id); err != nil {
 			return storeError(err, id, "deleting the registration")
 		}
 		s.audit(r, "registration deleted", id)
+		if getErr == nil {
+			s.announce(events.Deleted, was)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -261,6 +278,7 @@ func (s *server) unpark(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errorf(http.StatusConflict, codeFailedPrecondition, "registration %q is %s, not parked", id, reg.State)
 	}
+	s.announce(events.Unparked, reg)
 	s.wake(id)
 	s.audit(r, "registration unparked", id)
 	return s.writeRegistration(w, reg)
@@ -322,6 +340,13 @@ func (s *server) writeRegistration(w http.ResponseWriter, reg cursor.Registratio
 
 // audit logs a change an operator made; it names the registration and
 // never its configuration, which holds secrets.
+// announce publishes an operator's change as an operational event.
+func (s *server) announce(kind events.Kind, r cursor.Registration) {
+	if s.events != nil {
+		s.events.Publish(events.Event{Kind: kind, At: s.now(), Registration: r.ID, Row: &r})
+	}
+}
+
 func (s *server) audit(r *http.Request, msg, id string, attrs ...slog.Attr) {
 	attrs = append(attrs, slog.String("id", id), slog.String("remote", r.RemoteAddr))
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, msg, attrs...)

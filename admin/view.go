@@ -105,16 +105,35 @@ func utcOrNil(t time.Time) *time.Time {
 // view is r as this bridge answers it: with its owner when bridges
 // share the store.
 func (s *server) view(r cursor.Registration) Registration {
+	return viewWith(r, s.head, s.clusterOf)
+}
+
+func viewWith(r cursor.Registration, h *head, c Cluster) Registration {
 	v := viewOf(r)
 	if r.State != cursor.Completed {
-		v.Lag = lagOf(s.head.lastSeq(context.Background()), r.NextSeq)
+		v.Lag = lagOf(h.lastSeq(context.Background()), r.NextSeq)
 	}
-	if s.clusterOf != nil {
-		owner := s.clusterOf.Owner(r.ID)
+	if c != nil {
+		owner := c.Owner(r.ID)
 		v.Owner = &owner
 	}
 	return v
 }
+
+// Viewer renders registrations as the API answers them, for what shows a
+// registration outside an answer: an operational event then carries
+// exactly what an answer would, never a secret.
+type Viewer struct {
+	head    *head
+	cluster Cluster
+}
+
+// NewViewer renders with the lag against j's last sequence and, when c is
+// not nil, the owner c names.
+func NewViewer(j Journal, c Cluster) *Viewer { return &Viewer{head: &head{journal: j}, cluster: c} }
+
+// View is r as the API answers it.
+func (v *Viewer) View(r cursor.Registration) Registration { return viewWith(r, v.head, v.cluster) }
 
 // renderRegistration is the body of every answer that is one
 // registration, including the one stored beside an idempotency key.

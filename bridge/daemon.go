@@ -47,6 +47,8 @@ type Daemon struct {
 	identity   *identityWatch
 	// owner, when set, limits delivery to this bridge's share.
 	owner Ownership
+	// events, when set, publishes the operational events.
+	events *announcer
 }
 
 // DefaultFlushInterval is how long an acknowledged cursor may wait to be
@@ -98,12 +100,14 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		if d.owner != nil {
 			w.owns = d.owns
 		}
+		w.events = d.events
 		if d.identity != nil {
 			w.parkings = d.identity.parkings.Load
 		}
 	}
 	if d.identity != nil {
 		d.identity.log = d.log
+		d.identity.events = d.events
 		// The tail and the workers' journals are usually one reader;
 		// confirming it more than once is harmless.
 		for _, j := range append([]any{tail}, journals(workers)...) {

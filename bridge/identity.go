@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/events"
 )
 
 // Meta is a small key-value space beside the registrations, where the
@@ -47,6 +48,7 @@ type identityWatch struct {
 	meta    Meta
 	store   cursor.Store
 	log     *slog.Logger
+	events  *announcer
 	// confirm are the journals to tell once the stream in force is
 	// recorded and the registrations of an older one parked.
 	confirm []StreamConfirmer
@@ -81,11 +83,12 @@ func (iw *identityWatch) check(ctx context.Context) error {
 	if len(was) > 0 {
 		reason := fmt.Sprintf("stream %s was deleted and re-created (created %s, cursors were set against the stream created %s): its sequences restarted, so this cursor no longer names the same message; rewind (bridge rewind --seq N ID) and unpark to go on",
 			iw.stream, stamp, was)
-		n, err := iw.parkAll(ctx, reason)
+		ids, n, err := iw.parkAll(ctx, reason)
 		iw.parkings.Add(1)
 		if err != nil {
 			return err
 		}
+		iw.events.recreated(ids, n, reason)
 		iw.log.Error("journal stream was re-created; parked every registration that was not completed", "stream", iw.stream, "parked", n)
 	}
 	if err := iw.meta.PutMeta(ctx, iw.key(), stamp); err != nil {
@@ -103,26 +106,34 @@ func (iw *identityWatch) confirmed(now time.Time) {
 	}
 }
 
-func (iw *identityWatch) parkAll(ctx context.Context, reason string) (int, error) {
-	var n int
+// parkAll parks every registration not completed; ids are the first
+// maxListedParked of the n it parked, for the journal.recreated event.
+func (iw *identityWatch) parkAll(ctx context.Context, reason string) (ids []string, n int, err error) {
 	after := ""
 	for {
 		rows, next, err := iw.store.List(ctx, cursor.ListOptions{After: after, Limit: 1000})
 		if err != nil {
-			return n, err
+			return ids, n, err
 		}
 		for _, r := range rows {
 			if r.State == cursor.Completed {
 				continue
 			}
 			if err := iw.store.Park(ctx, r.ID, reason); err != nil {
-				return n, err
+				return ids, n, err
+			}
+			iw.events.publish(events.Parked, r.ID, r.NextSeq)
+			if len(ids) < maxListedParked {
+				ids = append(ids, r.ID)
 			}
 			n++
 		}
 		if next == "" {
-			return n, nil
+			return ids, n, nil
 		}
 		after = next
 	}
 }
+
+// maxListedParked bounds the ids a journal.recreated event names.
+const maxListedParked = 1000

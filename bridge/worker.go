@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/events"
 	"github.com/jetstream-bridge/bridge/internal/gencache"
 	"github.com/jetstream-bridge/bridge/journal"
 	"github.com/jetstream-bridge/bridge/projection"
@@ -102,6 +103,9 @@ type Worker struct {
 	cache *projectionCache
 	// recorder, when set, is told of every POST (the attempt log).
 	recorder Recorder
+	// events, when set, is told of failing, recovered, parked, completed
+	// and skipped (see WithEvents).
+	events *announcer
 }
 
 // Option configures a Worker.
@@ -184,6 +188,8 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 
 // failure is one failed attempt as the retry decision needs to see it.
 type failure struct {
+	// seq is the message that failed.
+	seq        uint64
 	err        string
 	permanent  bool
 	retryAfter time.Duration
@@ -206,6 +212,9 @@ type turn struct {
 	// free its slot (see yields).
 	started time.Time
 	yielded bool
+	// acked is set at the turn's first 2xx, which may end a failure
+	// streak.
+	acked bool
 }
 
 // serveTurn drains one page of one registration's backlog, as far as its
@@ -313,8 +322,13 @@ func (w *Worker) skip(ctx context.Context, t *turn, page *journal.Page) error {
 	w.log.Warn("journal messages removed by the stream before delivery; skipping them",
 		"registration", t.reg.ID, "from", t.next, "to", page.From, "skipped", page.Skipped)
 	w.metrics.skipped(w.ns, page.Skipped)
+	first := t.next
 	t.next = page.From
-	return w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next})
+	if err := w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next}); err != nil {
+		return err
+	}
+	w.events.skipped(t.reg.ID, first, page.From-1)
+	return nil
 }
 
 // advance records acknowledged progress in the store's write-behind.
@@ -358,6 +372,7 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 		if res.Terminal {
 			t.p.completed++
 			w.log.Info("registration completed: terminal message acknowledged", "registration", t.reg.ID, "seq", rec.Seq)
+			w.events.publish(events.Completed, t.reg.ID, 0)
 			return true, nil
 		}
 	}
@@ -375,10 +390,18 @@ func (w *Worker) mine(id string) bool { return w.owns == nil || w.owns(id) }
 
 // acknowledged records that everything up to lastSeq was answered 2xx.
 func (w *Worker) acknowledged(ctx context.Context, t *turn, lastSeq uint64, records, posts int, complete bool) error {
+	failures := t.attempts
 	t.attempts = 0
 	t.next = lastSeq + 1
 	t.p.records += records
-	return w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete})
+	if err := w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete}); err != nil {
+		return err
+	}
+	if !t.acked {
+		t.acked = true
+		w.events.acknowledged(t.reg.ID, lastSeq, failures)
+	}
+	return nil
 }
 
 // unprojectable parks on a message that can never be projected. The
@@ -389,7 +412,11 @@ func (w *Worker) unprojectable(ctx context.Context, t *turn, seq uint64, err err
 	if !strings.Contains(reason, fmt.Sprintf("journal message %d", seq)) {
 		reason = fmt.Sprintf("journal message %d cannot be projected: %v", seq, err)
 	}
-	return w.park(ctx, t.reg, t.attempts, failure{err: reason, permanent: true}, &t.p)
+	if err := w.park(ctx, t.reg, t.attempts, failure{seq: seq, err: reason, permanent: true}, &t.p); err != nil {
+		return err
+	}
+	w.events.publish(events.Parked, t.reg.ID, seq)
+	return nil
 }
 
 // failed handles a POST that was not acknowledged.
@@ -418,7 +445,7 @@ func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *proj
 		w.record(&reg, rec.Seq, i, &msgs[i], how, &req, &out)
 		if !out.OK() {
 			w.log.Debug("delivery failed", "registration", reg.ID, "seq", rec.Seq, "status", out.Status, "error", out.Error())
-			return &failure{err: out.Error(), permanent: out.Permanent, retryAfter: out.RetryAfter, status: out.Status}
+			return &failure{seq: rec.Seq, err: out.Error(), permanent: out.Permanent, retryAfter: out.RetryAfter, status: out.Status}
 		}
 		p.deliveries++
 	}
@@ -459,13 +486,20 @@ func secrets(c cursor.Config, now time.Time) []string {
 func (w *Worker) fail(ctx context.Context, reg cursor.Registration, at time.Time, attempts uint32, f failure, p *progress) error {
 	// attempts counts the failures before this one, so the ceiling is
 	// reached by this failure, not one later.
-	if f.permanent || attempts+1 >= w.maxAttempts {
-		return w.park(ctx, reg, attempts+1, f, p)
+	failures := attempts + 1
+	if f.permanent || failures >= w.maxAttempts {
+		if err := w.park(ctx, reg, failures, f, p); err != nil {
+			return err
+		}
+		w.events.failed(reg.ID, f.seq, failures)
+		w.events.publish(events.Parked, reg.ID, f.seq)
+		return nil
 	}
 	if err := w.store.Retry(ctx, reg.ID, nextAttemptAt(reg.ID, at, attempts, f.retryAfter), f.err); err != nil {
 		return err
 	}
 	p.retries++
+	w.events.failed(reg.ID, f.seq, failures)
 	return nil
 }
 

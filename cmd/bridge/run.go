@@ -29,6 +29,7 @@ type runConfig struct {
 	stream         string
 	streamSubjects string
 	attempts       attemptFlags
+	events         eventFlags
 	createStream   optionalBool
 	adminListen    string
 	adminToken     string
@@ -130,6 +131,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	fs.StringVar(&c.streamSubjects, "stream-subjects", "journal.>", "subjects (comma-separated) when the bridge creates the stream")
 	fs.Var(&c.createStream, "create-stream", "create the stream if missing (default true when embedded, false otherwise)")
 	c.attempts.register(fs)
+	c.events.register(fs)
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8480", "address of the admin API, /metrics, /healthz and /readyz")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /v1/*; empty generates one into <data-dir>/admin-token")
 	fs.StringVar(&c.a2aAllowHosts, "a2a-allow-hosts", "", "comma-separated exact hosts A2A webhooks may use (empty = any public host)")
@@ -227,6 +229,9 @@ func (c *runConfig) validate() error {
 		return err
 	}
 	if err := c.attempts.validate(); err != nil {
+		return err
+	}
+	if err := c.events.validate(); err != nil {
 		return err
 	}
 	if c.stream == "" || strings.ContainsAny(c.stream, ". *>") {

@@ -119,7 +119,15 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	registerJournalMetrics(registry, reader)
 	registry.MustRegister(attemptCollectors(attempts)...)
 
-	daemon, err := newDaemon(c, stores, reader, sender, metrics, log, recording(attempts)...)
+	viewer := admin.NewViewer(journalBounds{reader}, stores.cluster)
+	announcer, err := openEvents(c, nc, stores.store, viewer, log)
+	if err != nil {
+		return err
+	}
+	defer closeEvents(announcer)
+	registry.MustRegister(announcer.Collectors()...)
+
+	daemon, err := newDaemon(c, stores, reader, sender, metrics, log, []bridge.DaemonOption{eventOptions(c, announcer)}, recording(attempts)...)
 	if err != nil {
 		return err
 	}
@@ -133,6 +141,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 		Waker:    daemon,
 		Attempts: attemptReader(attempts),
 		Resender: daemon,
+		Events:   announcer,
 		Token:    token,
 		Ready:    func(ctx context.Context) error { return ready(ctx, nc, stores.ping) },
 		Metrics:  promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
@@ -164,7 +173,8 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	return nil
 }
 
-func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger, extra ...bridge.Option) (*bridge.Daemon, error) {
+func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *webhook.Sender, m *bridge.Metrics, log *slog.Logger,
+	daemonOpts []bridge.DaemonOption, extra ...bridge.Option) (*bridge.Daemon, error) {
 	source := c.ceSource
 	if source == "" {
 		source = "/jetstream/" + c.stream
@@ -198,6 +208,7 @@ func newDaemon(c *runConfig, stores *storeSet, reader *journal.Reader, sender *w
 	if stores.owner != nil {
 		opts2 = append(opts2, bridge.WithOwnership(stores.owner))
 	}
+	opts2 = append(opts2, daemonOpts...)
 	return bridge.NewDaemon(db, reader, []*bridge.Worker{outbox, push}, opts2...), nil
 }
 
