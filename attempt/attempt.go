@@ -73,14 +73,10 @@ type Attempt struct {
 	Response string `json:"response"`
 	Trigger  string `json:"trigger"`
 
-	// streamSeq is the attempts stream's sequence of this record, the cursor
+	// pos is the record's position in the log (see posBits), the cursor
 	// of the reads; it is not part of the record's JSON.
-	streamSeq uint64
+	pos uint64
 }
-
-// StreamSeq is the attempts stream's sequence of a record that was read
-// from the log; 0 for one that was not.
-func (a *Attempt) StreamSeq() uint64 { return a.streamSeq }
 
 // Excerpt renders the start of an answer's body as an attempt keeps it:
 // at most MaxResponse bytes, as a string when they are valid UTF-8 (a

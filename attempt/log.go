@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -136,7 +137,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(cfg.Buffer),
 		jetstream.WithPublishAsyncTimeout(5*time.Second),
-		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { l.drop(1) }))
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, _ error) { l.drop(recordsIn(m)) }))
 	if err != nil {
 		return nil, err
 	}
@@ -259,9 +260,7 @@ func (l *Log) publishQueued(batch []Attempt) bool {
 		var open bool
 		batch, open = l.take(batch)
 		l.number(batch)
-		for i := range batch {
-			l.publish(&batch[i])
-		}
+		l.publishGroups(batch)
 		if !open || len(batch) < publishBatch {
 			return open
 		}
@@ -286,9 +285,9 @@ func (l *Log) take(batch []Attempt) ([]Attempt, bool) {
 	return batch, true
 }
 
-// flush hands every record queued so far to NATS and waits for their
+// Flush hands every record queued so far to NATS and waits for their
 // acknowledgements, or until ctx ends.
-func (l *Log) flush(ctx context.Context) {
+func (l *Log) Flush(ctx context.Context) {
 	done := make(chan struct{})
 	select {
 	case l.flushes <- done:
@@ -308,19 +307,68 @@ func (l *Log) flush(ctx context.Context) {
 	}
 }
 
-func (l *Log) publish(a *Attempt) {
-	data, err := json.Marshal(a)
-	if err != nil {
-		l.drop(1)
-		return
+// publishGroups publishes batch as one message per registration and
+// bucket of sequences, each the JSON array of its records in POST order.
+//
+// One message per POST cost as much as the deliveries it recorded: the
+// nats-server stores, indexes and acknowledges each message, which in
+// the bench's fan-out (S2) took a third of the machine's deliveries. A
+// bucket of 1<<bucketBits sequences keeps a registration's records and a
+// sequence's each one filtered read: <id>.* and *.<bucket>.
+func (l *Log) publishGroups(batch []Attempt) {
+	var order []key
+	groups := map[key][]*Attempt{}
+	for i := range batch {
+		a := &batch[i]
+		g := key{reg: a.Registration, seq: a.Seq >> bucketBits}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], a)
 	}
-	if _, err := l.js.PublishAsync(l.subject(a.Registration, a.Seq, a.Index), data); err != nil {
-		l.drop(1)
+	for _, g := range order {
+		recs := groups[g]
+		data, err := encodeGroup(recs)
+		if err != nil {
+			l.drop(uint64(len(recs)))
+			continue
+		}
+		if _, err := l.js.PublishAsync(l.bucketSubject(g.reg, g.seq<<bucketBits), data); err != nil {
+			l.drop(uint64(len(recs)))
+		}
 	}
 }
 
-func (l *Log) subject(reg string, seq uint64, index int) string {
-	return l.prefix + "." + encodeID(reg) + "." + strconv.FormatUint(seq, 10) + "." + strconv.Itoa(index)
+// encodeGroup is the JSON array of recs with one record per line: JSON
+// escapes a newline inside a string, so a reader finds each record by
+// splitting the lines and decodes only those it wants (see records).
+func encodeGroup(recs []*Attempt) ([]byte, error) {
+	buf := []byte("[\n")
+	for i, a := range recs {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, b...)
+		if i < len(recs)-1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '\n')
+	}
+	return append(buf, ']'), nil
+}
+
+// recordsIn counts the records of a message NATS did not take.
+func recordsIn(m *nats.Msg) uint64 { return uint64(max(bytes.Count(m.Data, []byte{'\n'})-1, 1)) }
+
+// bucketBits sizes a bucket: 16 sequences, so a sequence's lookup
+// decodes at most 16 records per registration that POSTed it.
+const bucketBits = 4
+
+// bucketSubject is the subject of registration reg's records of the
+// bucket holding seq.
+func (l *Log) bucketSubject(reg string, seq uint64) string {
+	return l.prefix + "." + encodeID(reg) + "." + strconv.FormatUint(seq>>bucketBits, 10)
 }
 
 // encodeID makes a registration id one subject token: ids may hold dots.
@@ -328,24 +376,23 @@ func encodeID(id string) string { return base64.RawURLEncoding.EncodeToString([]
 
 // number fills in the attempt numbers the worker left to the log (0):
 // one after the last recorded POST of the same message index, from
-// memory when it was recent and otherwise from the stream, in one
-// request for the whole batch. A POST whose last one failed is a retry
-// whatever the worker guessed. A delivery the log remembers nothing of
-// is a first POST and is not looked up: that keeps a live stream of
-// deliveries from costing a request each.
+// memory when it was recent and otherwise from the stream, one read per
+// bucket. A POST whose last one failed is a retry whatever the worker
+// guessed. A delivery the log remembers nothing of is a first POST and
+// is not looked up: that keeps a live stream of deliveries from costing
+// a request each.
 func (l *Log) number(batch []Attempt) {
-	var lookup []string
+	looked := map[key]bool{}
 	for i := range batch {
 		a := &batch[i]
 		if a.Attempt != 0 || a.Trigger == TriggerDelivery {
 			continue
 		}
-		if _, ok := l.recent[keyOf(a)]; !ok {
-			lookup = append(lookup, l.subject(a.Registration, a.Seq, a.Index))
+		b := key{reg: a.Registration, seq: a.Seq >> bucketBits}
+		if _, ok := l.recent[keyOf(a)]; !ok && !looked[b] {
+			looked[b] = true
+			l.lookup(a.Registration, a.Seq)
 		}
-	}
-	if len(lookup) > 0 {
-		l.lookup(lookup)
 	}
 	if len(l.recent)+len(batch) > recentMax {
 		clear(l.recent)
@@ -368,22 +415,19 @@ func (l *Log) number(batch []Attempt) {
 
 func keyOf(a *Attempt) key { return key{reg: a.Registration, seq: a.Seq, index: a.Index} }
 
-// lookup loads the last record of each subject into recent. A failed
-// lookup numbers those records as first attempts: a wrong number is
-// better than a record held back or lost.
-func (l *Log) lookup(subjects []string) {
+// lookup loads the last attempt of every message index of seq's bucket
+// into recent. A failed lookup numbers those records as first attempts:
+// a wrong number is better than a record held back or lost.
+func (l *Log) lookup(reg string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	msgs, err := l.get(ctx, getRequest{MultiLast: subjects, Batch: len(subjects)})
+	recs, err := l.bucketOf(ctx, reg, seq)
 	if err != nil {
 		l.log.Debug("attempt log: looking up earlier attempts", "error", err)
 		return
 	}
-	for _, m := range msgs {
-		var a Attempt
-		if json.Unmarshal(m.Data, &a) == nil {
-			l.recent[keyOf(&a)] = last{n: a.Attempt, ok: a.Outcome == Outcome2xx}
-		}
+	for i := range recs {
+		l.recent[keyOf(&recs[i])] = last{n: recs[i].Attempt, ok: recs[i].Outcome == Outcome2xx}
 	}
 }
 
@@ -394,24 +438,24 @@ func (l *Log) lookup(subjects []string) {
 // just made is counted; a resend is rare enough to wait the milliseconds.
 func (l *Log) Number(ctx context.Context, a *Attempt) {
 	a.Attempt = 1
-	l.flush(ctx)
-	msgs, err := l.get(ctx, getRequest{LastBy: l.subject(a.Registration, a.Seq, a.Index)})
-	if err != nil || len(msgs) == 0 {
+	l.Flush(ctx)
+	recs, err := l.bucketOf(ctx, a.Registration, a.Seq)
+	if err != nil {
 		return
 	}
-	var prev Attempt
-	if json.Unmarshal(msgs[0].Data, &prev) == nil {
-		a.Attempt = prev.Attempt + 1
+	k := keyOf(a)
+	for i := range recs {
+		if keyOf(&recs[i]) == k {
+			a.Attempt = recs[i].Attempt + 1
+		}
 	}
 }
 
 // getRequest is a direct get request as the server reads it.
 type getRequest struct {
-	LastBy    string   `json:"last_by_subj,omitempty"`
-	Seq       uint64   `json:"seq,omitempty"`
-	NextBy    string   `json:"next_by_subj,omitempty"`
-	Batch     int      `json:"batch,omitempty"`
-	MultiLast []string `json:"multi_last,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+	NextBy string `json:"next_by_subj,omitempty"`
+	Batch  int    `json:"batch,omitempty"`
 }
 
 // errGet is a direct get the server answered with an error status.

@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,51 +17,70 @@ const (
 	MaxLimit     = 1000
 )
 
-// getBatch is how many records one direct get request asks for.
+// getBatch is how many messages one direct get request asks for.
 const getBatch = 1000
 
+// A record's position in the log is its message's stream sequence and
+// its place in the message's array: posBits of place, since a message
+// holds at most publishBatch records.
+const (
+	posBits = 8
+	posMask = 1<<posBits - 1
+)
+
 // Registration returns the newest attempts of registration id stored
-// before the attempts stream's sequence before (0: the newest of all),
-// newest first, at most limit of them, and the before of the next page
-// (0 on the last).
+// before position before (0: the newest of all), newest first, at most
+// limit of them, and the before of the next page (0 on the last).
 //
 // The log is read with batched direct gets on the subject filter
-// <prefix>.<id>.>, not with consumers: a read creates no server state,
+// <prefix>.<id>.*, not with consumers: a read creates no server state,
 // and the server walks only the blocks holding the filter's subjects.
 // JetStream reads forward only, so the newest page is found by reading
 // windows of stream sequences backwards from before, each four times the
 // last, until it is full: one window when the registration is busy, a
 // handful when its attempts are rare among many others'.
 func (l *Log) Registration(ctx context.Context, id string, limit int, before uint64) ([]Attempt, uint64, error) {
-	return l.newest(ctx, l.prefix+"."+encodeID(id)+".>", limit, before)
+	return l.newest(ctx, l.prefix+"."+encodeID(id)+".*", limit, before, 0)
 }
 
 // Sequence returns every registration's attempts for journal sequence
-// seq, newest first, at most MaxLimit: the filter <prefix>.*.<seq>.*.
+// seq, newest first, at most MaxLimit: the messages of seq's bucket,
+// <prefix>.*.<bucket>, and of their records those for seq. Records of
+// several registrations published together are ordered by when their
+// POSTs began, not by where they sit in the stream.
 func (l *Log) Sequence(ctx context.Context, seq uint64) ([]Attempt, error) {
-	out, _, err := l.newest(ctx, l.prefix+".*."+strconv.FormatUint(seq, 10)+".*", MaxLimit, 0)
+	filter := l.prefix + ".*." + strconv.FormatUint(seq>>bucketBits, 10)
+	out, _, err := l.newest(ctx, filter, MaxLimit, 0, seq)
+	slices.SortStableFunc(out, func(a, b Attempt) int { return b.At.Compare(a.At) })
 	return out, err
 }
 
-func (l *Log) newest(ctx context.Context, filter string, limit int, before uint64) ([]Attempt, uint64, error) {
+// newest reads the newest limit records of filter before position
+// before, of journal sequence seq (any when 0).
+func (l *Log) newest(ctx context.Context, filter string, limit int, before, seq uint64) ([]Attempt, uint64, error) {
 	limit = min(max(limit, 1), MaxLimit)
 	info, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
 		return nil, 0, fmt.Errorf("attempt log: looking up stream %s: %w", l.stream, err)
 	}
 	st := info.CachedInfo().State
-	hi := st.LastSeq + 1
-	if before != 0 && before < hi {
-		hi = before
+	c := cut{seq: st.LastSeq + 1}
+	if s := before >> posBits; before != 0 && s <= st.LastSeq {
+		c = cut{seq: s, place: int(before & posMask)}
 	}
+	hi := c.seq + 1
 	need := limit + 1 // one more says whether a next page exists
-	var got []*nats.Msg
+	var got []Attempt // oldest first
 	for w := uint64(4 * need); hi > st.FirstSeq && len(got) < need; w *= 4 {
 		lo := st.FirstSeq
 		if hi-lo > w {
 			lo = hi - w
 		}
-		part, err := l.window(ctx, filter, lo, hi, need-len(got))
+		msgs, err := l.window(ctx, filter, lo, hi)
+		if err != nil {
+			return nil, 0, err
+		}
+		part, err := l.expand(msgs, c, seq)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -70,23 +90,78 @@ func (l *Log) newest(ctx context.Context, filter string, limit int, before uint6
 	var next uint64
 	if len(got) > limit {
 		got = got[len(got)-limit:]
-		next = seqOf(got[0])
+		next = got[0].pos
 	}
-	out := make([]Attempt, 0, len(got))
-	for _, m := range slices.Backward(got) {
-		var a Attempt
-		if err := json.Unmarshal(m.Data, &a); err != nil {
-			return nil, 0, fmt.Errorf("attempt log: record %d of stream %s is unreadable: %w", seqOf(m), l.stream, err)
-		}
-		a.streamSeq = seqOf(m)
-		out = append(out, a)
-	}
-	return out, next, nil
+	slices.Reverse(got)
+	return got, next, nil
 }
 
-// window returns the newest keep messages matching filter with stream
-// sequence in [lo, hi), oldest first.
-func (l *Log) window(ctx context.Context, filter string, lo, hi uint64, keep int) ([]*nats.Msg, error) {
+// cut is where a read starts: the records of messages before seq, and of
+// message seq those before place.
+type cut struct {
+	seq   uint64
+	place int
+}
+
+// expand unpacks msgs, oldest first, into the records that lie before c
+// and are of journal sequence seq (any when 0).
+func (l *Log) expand(msgs []*nats.Msg, c cut, seq uint64) ([]Attempt, error) {
+	var out []Attempt
+	for _, m := range msgs {
+		s := seqOf(m)
+		lines := records(m.Data)
+		for i, line := range lines {
+			if s == c.seq && i >= c.place {
+				break
+			}
+			if n, ok := quickSeq(line); seq != 0 && ok && n != seq {
+				continue
+			}
+			var a Attempt
+			if err := json.Unmarshal(line, &a); err != nil {
+				return nil, fmt.Errorf("attempt log: record %d of message %d of stream %s is unreadable: %w", i, s, l.stream, err)
+			}
+			if seq == 0 || a.Seq == seq {
+				a.pos = s<<posBits | uint64(i)
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// records splits a message's array into its records' JSON, one per line
+// as encodeGroup writes them.
+func records(data []byte) [][]byte {
+	var out [][]byte
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+		line = bytes.TrimSuffix(line, []byte{','})
+		if len(line) > 1 && line[0] == '{' {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// quickSeq reads a record's seq without decoding it: the member follows
+// the registration id, which holds no quote or backslash. A sequence
+// lookup then decodes only its own records of the bucket's sixteen.
+func quickSeq(rec []byte) (uint64, bool) {
+	_, rest, ok := bytes.Cut(rec, []byte(`","seq":`))
+	if !ok {
+		return 0, false
+	}
+	end := bytes.IndexByte(rest, ',')
+	if end < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(rest[:end]), 10, 64)
+	return n, err == nil
+}
+
+// window returns the messages matching filter with stream sequence in
+// [lo, hi), oldest first.
+func (l *Log) window(ctx context.Context, filter string, lo, hi uint64) ([]*nats.Msg, error) {
 	var out []*nats.Msg
 	for from := lo; from < hi; {
 		msgs, err := l.get(ctx, getRequest{Seq: from, NextBy: filter, Batch: int(min(hi-from, getBatch))})
@@ -99,15 +174,23 @@ func (l *Log) window(ctx context.Context, filter string, lo, hi uint64, keep int
 			}
 			out = append(out, m)
 		}
-		if len(out) > keep {
-			out = append(out[:0], out[len(out)-keep:]...)
-		}
-		if len(msgs) == 0 || seqOf(msgs[len(msgs)-1]) >= hi-1 || len(msgs) < min(int(hi-from), getBatch) {
+		if len(msgs) == 0 || seqOf(msgs[len(msgs)-1]) >= hi-1 || uint64(len(msgs)) < min(hi-from, getBatch) {
 			break
 		}
 		from = seqOf(msgs[len(msgs)-1]) + 1
 	}
 	return out, nil
+}
+
+// bucketOf reads every message of one registration's bucket, oldest
+// first, and returns its records: what numbering a POST of that bucket
+// must count after.
+func (l *Log) bucketOf(ctx context.Context, reg string, seq uint64) ([]Attempt, error) {
+	msgs, err := l.window(ctx, l.bucketSubject(reg, seq), 1, ^uint64(0))
+	if err != nil {
+		return nil, err
+	}
+	return l.expand(msgs, cut{seq: ^uint64(0)}, 0)
 }
 
 func seqOf(m *nats.Msg) uint64 {
