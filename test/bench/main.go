@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S2,S2d,S2o,S3,S4,MEM,R1,R2,C1,C2,C3,C4,C5] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S2,S2d,S2o,S3,S4,MEM,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -59,6 +59,11 @@
 //	     is connected, before the registrations are loaded, so a message is
 //	     published every 50 ms from then on and the first arrival timed),
 //	     and the time of a /metrics scrape.
+//
+//	A1   attempt log reads: the admin API's newest 100 attempts of one
+//	     registration, and one ?seq= lookup, each in a log of 1,000,000
+//	     attempts of 1,000 registrations written in the order hardest for
+//	     it.
 //
 //	C1   S1 on the cluster, once: a bridge of --store kv against one of
 //	     --store bolt on the same cluster, and against the sequential
@@ -122,6 +127,7 @@ type sizes struct {
 	c3Msgs     int           // C3 messages, each to every registration
 	c4Kills    int           // C4 kills
 	c5Dur      time.Duration // C5 duration of each loop
+	a1Attempts int           // A1 attempts in the log
 }
 
 var full = sizes{
@@ -134,6 +140,7 @@ var full = sizes{
 	r1Creates:  20_000,
 	c1Backlog:  100_000,
 	c2Regs:     1_000, c2Msgs: 1_000, c3Msgs: 300, c4Kills: 5, c5Dur: 10 * time.Second,
+	a1Attempts: 1_000_000,
 }
 
 // quick is a tenth of every count. The durations shrink less: an idle
@@ -149,10 +156,11 @@ var quick = sizes{
 	r1Creates:  2_000,
 	c1Backlog:  10_000,
 	c2Regs:     1_000, c2Msgs: 30, c3Msgs: 60, c4Kills: 1, c5Dur: 3 * time.Second,
+	a1Attempts: 100_000,
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S2", "S2d", "S2o", "S3", "S4", "MEM", "R1", "R2"}, clusterNames...)
+var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S2", "S2d", "S2o", "S3", "S4", "MEM", "R1", "R2", "A1"}, clusterNames...)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -217,6 +225,7 @@ func benchMain() int {
 		{"MEM", b.memory},
 		{"R1", b.createRate},
 		{"R2", b.registryScale},
+		{"A1", b.attemptReads},
 	})...)
 	results = append(results, b.clusterScenarios(ctx, selected)...)
 	results = sameRun(results, comparisons...)

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,4 +84,32 @@ func TestAttemptsAndResendThroughTheCLI(t *testing.T) {
 		t.Fatalf("lag of a caught-up registration = %v", r["lag"])
 	}
 	_ = seq
+}
+
+// TestDeliveriesGoOnWhenTheLogCannotBeWritten deletes the attempts stream
+// under a running bridge: every message is still delivered, and the
+// records NATS refused are counted in bridge_attempts_dropped_total.
+func TestDeliveriesGoOnWhenTheLogCannotBeWritten(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	s := newSink(t)
+	if out, code := d.cli("register", "--id", "orders", "--namespace", "outbox", "--subject", "journal.orders.>",
+		"--url", s.URL+"/hook"); code != 0 {
+		t.Fatalf("register: %d %s", code, out)
+	}
+	pub := newPublisher(t, "nats://"+d.natsAddr)
+	if err := pub.js.DeleteStream(context.Background(), "BRIDGE_ATTEMPTS"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := range n {
+		pub.publish(t, fmt.Sprintf("journal.orders.%d", i), `{}`)
+	}
+	waitFor(t, 15*time.Second, "every message delivered", func() bool { return len(s.requests()) == n })
+	waitFor(t, 15*time.Second, "the lost records counted", func() bool {
+		return metricSum(t, d.admin, "bridge_attempts_dropped_total") == n
+	})
+	if logs := d.logs.String(); strings.Count(logs, "NATS could not take attempt records") != 1 {
+		t.Fatalf("the loss is not logged exactly once:\n%s", logs)
+	}
 }
