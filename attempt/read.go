@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,24 +41,39 @@ const (
 // last, until it is full: one window when the registration is busy, a
 // handful when its attempts are rare among many others'.
 func (l *Log) Registration(ctx context.Context, id string, limit int, before uint64) ([]Attempt, uint64, error) {
-	return l.newest(ctx, l.prefix+"."+encodeID(id)+".*", limit, before, 0)
+	return l.newest(ctx, l.prefix+"."+encodeID(id)+".*", limit, before)
 }
 
 // Sequence returns every registration's attempts for journal sequence
 // seq, newest first, at most MaxLimit: the messages of seq's bucket,
-// <prefix>.*.<bucket>, and of their records those for seq. Records of
-// several registrations published together are ordered by when their
-// POSTs began, not by where they sit in the stream.
+// <prefix>.*.<bucket>, and of their records those for seq. They are read
+// in one forward pass: a bucket's messages are few (one per registration
+// and turn), and backward windows would each have the server return the
+// matches past the window only to be dropped. Records of several
+// registrations published together are ordered by when their POSTs
+// began, not by where they sit in the stream.
 func (l *Log) Sequence(ctx context.Context, seq uint64) ([]Attempt, error) {
-	filter := l.prefix + ".*." + strconv.FormatUint(seq>>bucketBits, 10)
-	out, _, err := l.newest(ctx, filter, MaxLimit, 0, seq)
-	slices.SortStableFunc(out, func(a, b Attempt) int { return b.At.Compare(a.At) })
-	return out, err
+	info, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return nil, fmt.Errorf("attempt log: looking up stream %s: %w", l.stream, err)
+	}
+	st := info.CachedInfo().State
+	msgs, err := l.window(ctx, l.prefix+".*."+strconv.FormatUint(seq>>bucketBits, 10), st.FirstSeq, st.LastSeq+1)
+	if err != nil {
+		return nil, err
+	}
+	out, err := l.expand(msgs, cut{seq: st.LastSeq + 1}, seq)
+	if err != nil {
+		return nil, err
+	}
+	out = out[max(len(out)-MaxLimit, 0):]
+	slices.SortStableFunc(out, func(a, b Attempt) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.pos, a.pos)) })
+	return out, nil
 }
 
 // newest reads the newest limit records of filter before position
-// before, of journal sequence seq (any when 0).
-func (l *Log) newest(ctx context.Context, filter string, limit int, before, seq uint64) ([]Attempt, uint64, error) {
+// before.
+func (l *Log) newest(ctx context.Context, filter string, limit int, before uint64) ([]Attempt, uint64, error) {
 	limit = min(max(limit, 1), MaxLimit)
 	info, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
@@ -80,7 +96,7 @@ func (l *Log) newest(ctx context.Context, filter string, limit int, before, seq 
 		if err != nil {
 			return nil, 0, err
 		}
-		part, err := l.expand(msgs, c, seq)
+		part, err := l.expand(msgs, c, 0)
 		if err != nil {
 			return nil, 0, err
 		}
