@@ -314,7 +314,7 @@ func (l *Log) Flush(ctx context.Context) {
 // nats-server stores, indexes and acknowledges each message, which in
 // the bench's fan-out (S2) took a third of the machine's deliveries. A
 // bucket of 1<<bucketBits sequences keeps a registration's records and a
-// sequence's each one filtered read: <id>.* and *.<bucket>.
+// sequence's each one filtered read: *.<id> and <bucket>.*.
 func (l *Log) publishGroups(batch []Attempt) {
 	var order []key
 	groups := map[key][]*Attempt{}
@@ -366,9 +366,19 @@ func recordsIn(m *nats.Msg) uint64 { return uint64(max(bytes.Count(m.Data, []byt
 const bucketBits = 4
 
 // bucketSubject is the subject of registration reg's records of the
-// bucket holding seq.
+// bucket holding seq: <prefix>.<bucket>.<id>.
+//
+// The bucket comes first because buckets follow time: a block of the
+// stream holds a few buckets and many registrations, so the server
+// matching *.<id> in a block walks a few bucket nodes, and <bucket>.*
+// one. With the id first, matching *.<bucket> walked every
+// registration of every block the read crossed (A1's sequence lookup).
 func (l *Log) bucketSubject(reg string, seq uint64) string {
-	return l.prefix + "." + encodeID(reg) + "." + strconv.FormatUint(seq>>bucketBits, 10)
+	return l.bucketPrefix(seq) + "." + encodeID(reg)
+}
+
+func (l *Log) bucketPrefix(seq uint64) string {
+	return l.prefix + "." + strconv.FormatUint(seq>>bucketBits, 10)
 }
 
 // encodeID makes a registration id one subject token: ids may hold dots.

@@ -34,19 +34,19 @@ const (
 // limit of them, and the before of the next page (0 on the last).
 //
 // The log is read with batched direct gets on the subject filter
-// <prefix>.<id>.*, not with consumers: a read creates no server state,
+// <prefix>.*.<id>, not with consumers: a read creates no server state,
 // and the server walks only the blocks holding the filter's subjects.
 // JetStream reads forward only, so the newest page is found by reading
 // windows of stream sequences backwards from before, each four times the
 // last, until it is full: one window when the registration is busy, a
 // handful when its attempts are rare among many others'.
 func (l *Log) Registration(ctx context.Context, id string, limit int, before uint64) ([]Attempt, uint64, error) {
-	return l.newest(ctx, l.prefix+"."+encodeID(id)+".*", limit, before)
+	return l.newest(ctx, l.prefix+".*."+encodeID(id), limit, before)
 }
 
 // Sequence returns every registration's attempts for journal sequence
 // seq, newest first, at most MaxLimit: the messages of seq's bucket,
-// <prefix>.*.<bucket>, and of their records those for seq. They are read
+// <prefix>.<bucket>.*, and of their records those for seq. They are read
 // in one forward pass: a bucket's messages are few (one per registration
 // and turn), and backward windows would each have the server return the
 // matches past the window only to be dropped. Records of several
@@ -58,7 +58,7 @@ func (l *Log) Sequence(ctx context.Context, seq uint64) ([]Attempt, error) {
 		return nil, fmt.Errorf("attempt log: looking up stream %s: %w", l.stream, err)
 	}
 	st := info.CachedInfo().State
-	msgs, err := l.window(ctx, l.prefix+".*."+strconv.FormatUint(seq>>bucketBits, 10), st.FirstSeq, st.LastSeq+1)
+	msgs, err := l.window(ctx, l.bucketPrefix(seq)+".*", st.FirstSeq, st.LastSeq+1, getBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (l *Log) newest(ctx context.Context, filter string, limit int, before uint6
 		if hi-lo > w {
 			lo = hi - w
 		}
-		msgs, err := l.window(ctx, filter, lo, hi)
+		msgs, err := l.window(ctx, filter, lo, hi, 2*need)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -176,11 +176,15 @@ func quickSeq(rec []byte) (uint64, bool) {
 }
 
 // window returns the messages matching filter with stream sequence in
-// [lo, hi), oldest first.
-func (l *Log) window(ctx context.Context, filter string, lo, hi uint64) ([]*nats.Msg, error) {
+// [lo, hi), oldest first, asking for at most batch per request. A batched
+// direct get cannot stop at hi: the server goes on to batch matches past
+// it, which are dropped, so a window read backwards asks for little more
+// than it needs.
+func (l *Log) window(ctx context.Context, filter string, lo, hi uint64, batch int) ([]*nats.Msg, error) {
 	var out []*nats.Msg
+	limit := uint64(min(batch, getBatch))
 	for from := lo; from < hi; {
-		msgs, err := l.get(ctx, getRequest{Seq: from, NextBy: filter, Batch: int(min(hi-from, getBatch))})
+		msgs, err := l.get(ctx, getRequest{Seq: from, NextBy: filter, Batch: int(min(hi-from, limit))})
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +194,7 @@ func (l *Log) window(ctx context.Context, filter string, lo, hi uint64) ([]*nats
 			}
 			out = append(out, m)
 		}
-		if len(msgs) == 0 || seqOf(msgs[len(msgs)-1]) >= hi-1 || uint64(len(msgs)) < min(hi-from, getBatch) {
+		if len(msgs) == 0 || seqOf(msgs[len(msgs)-1]) >= hi-1 || uint64(len(msgs)) < min(hi-from, limit) {
 			break
 		}
 		from = seqOf(msgs[len(msgs)-1]) + 1
@@ -202,7 +206,7 @@ func (l *Log) window(ctx context.Context, filter string, lo, hi uint64) ([]*nats
 // first, and returns its records: what numbering a POST of that bucket
 // must count after.
 func (l *Log) bucketOf(ctx context.Context, reg string, seq uint64) ([]Attempt, error) {
-	msgs, err := l.window(ctx, l.bucketSubject(reg, seq), 1, ^uint64(0))
+	msgs, err := l.window(ctx, l.bucketSubject(reg, seq), 1, ^uint64(0), getBatch)
 	if err != nil {
 		return nil, err
 	}
