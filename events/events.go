@@ -64,6 +64,9 @@ const (
 	// maxListed bounds the registrations a journal event names; Count
 	// tells how many there were.
 	maxListed = 1000
+	// linger is how long the publisher waits after an event for others
+	// to send with it.
+	linger = 5 * time.Millisecond
 )
 
 // Event is one occurrence. Registration events name the registration;
@@ -259,10 +262,27 @@ func (p *Publisher) Close(ctx context.Context) {
 	}
 }
 
+// run publishes queued events. After an event it waits linger before
+// sending what queued meanwhile, so a burst of events (a create per
+// millisecond through the API, a stream re-created under thousands of
+// registrations) costs a wakeup and a socket write per group, not per
+// event: R1's creates ran 20 % slower with an event each sent alone.
 func (p *Publisher) run() {
 	defer close(p.done)
 	for e := range p.queue {
 		p.send(e)
+		time.Sleep(linger)
+		for more := true; more; {
+			select {
+			case e, ok := <-p.queue:
+				if !ok {
+					return
+				}
+				p.send(e)
+			default:
+				more = false
+			}
+		}
 	}
 }
 
