@@ -45,13 +45,39 @@ func waitRun(ctx context.Context, r *run, what string) error {
 		if n != lastN {
 			lastN, lastChange = n, now
 		} else if now.Sub(lastChange) > stallAfter {
-			return fmt.Errorf("%s stalled: %d of %d deliveries arrived, none for %v", what, n, r.want(), stallAfter)
+			return fmt.Errorf("%s stalled: %d of %d deliveries arrived, none for %v; %s", what, n, r.want(), stallAfter, r.short(5))
 		}
 		if now.Sub(lastLog) >= 5*time.Second {
 			logf("  %s: %s of %s delivered", what, count(float64(n)), count(float64(r.want())))
 			lastLog = now
 		}
 	}
+}
+
+// short names the first max registrations (by index) missing deliveries,
+// each with how many it got and its first missing message: whether a
+// stall left whole registrations behind or the end of many.
+func (r *run) short(max int) string {
+	var out []string
+	lacking := 0
+	for reg := range r.regs {
+		got, first := 0, -1
+		for m := range r.msgs {
+			if r.arrived[reg*r.msgs+m].Load() != 0 {
+				got++
+			} else if first < 0 {
+				first = m
+			}
+		}
+		if got == r.msgs {
+			continue
+		}
+		lacking++
+		if len(out) < max {
+			out = append(out, fmt.Sprintf("registration %d: %d of %d, first missing seq %d", reg, got, r.msgs, r.firstSeq+uint64(first)))
+		}
+	}
+	return fmt.Sprintf("%d registrations short: %s", lacking, strings.Join(out, "; "))
 }
 
 // registration is the admin API's create body, as a user sends it.
