@@ -67,6 +67,39 @@ type Config struct {
 	AuthScheme          string    `json:"authScheme,omitempty"`
 	AuthCredentials     string    `json:"authCredentials,omitempty"`
 	Batch               *Batch    `json:"batch,omitempty"`
+	// Headers are added to every POST of the registration; the admin API
+	// refuses the names the bridge sets itself.
+	Headers   map[string]string `json:"headers,omitempty"`
+	TLS       *TLS              `json:"tls,omitempty"`
+	OAuth2    *OAuth2           `json:"oauth2,omitempty"`
+	RateLimit *RateLimit        `json:"rateLimit,omitempty"`
+}
+
+// TLS is how the bridge dials one receiver: the CAs it trusts instead of
+// the system pool, the client certificate it presents and the name it
+// verifies. The fields are PEM; ClientKey is a secret like Secret.
+type TLS struct {
+	CACertificates    string `json:"caCertificates,omitempty"`
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+	ClientKey         string `json:"clientKey,omitempty"`
+	ServerName        string `json:"serverName,omitempty"`
+}
+
+// OAuth2 is an OAuth 2.0 client-credentials grant whose token the bridge
+// sends as the POST's bearer. ClientSecret is a secret like Secret.
+type OAuth2 struct {
+	TokenURL     string   `json:"tokenUrl"`
+	ClientID     string   `json:"clientId"`
+	ClientSecret string   `json:"clientSecret,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Audience     string   `json:"audience,omitempty"`
+}
+
+// RateLimit bounds how fast a registration is POSTed: PerSecond on
+// average, at most Burst at once.
+type RateLimit struct {
+	PerSecond float64 `json:"perSecond"`
+	Burst     int     `json:"burst,omitempty"`
 }
 
 // Registration is a Config with its delivery state.

@@ -3,6 +3,7 @@ package cursor_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -526,7 +527,7 @@ func same(a, b cursor.Registration) bool {
 	}
 	a.NextAttemptAt, a.CreatedAt, a.UpdatedAt, a.CompletedAt, a.PreviousSecretUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	b.NextAttemptAt, b.CreatedAt, b.UpdatedAt, b.CompletedAt, b.PreviousSecretUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	return a.Batch == b.Batch && a == b
+	return reflect.DeepEqual(a, b)
 }
 
 func equalCounts(got, want map[string]map[cursor.State]int) bool {
