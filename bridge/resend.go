@@ -52,7 +52,7 @@ func (w *Worker) resend(ctx context.Context, reg *cursor.Registration, seq uint6
 	out := make([]attempt.Attempt, 0, len(msgs))
 	for i := range msgs {
 		req := requestOf(reg, msgs[i], w.now())
-		res := w.sender.Send(ctx, req)
+		res := w.post(ctx, reg, req)
 		w.series.delivery(res, page.Records[0].Time, w.now())
 		a := attemptOf(reg.ID, seq, i, msgs[i].ID, post{trigger: attempt.TriggerResend}, &req, &res)
 		if n, ok := w.recorder.(numberer); ok {

@@ -440,7 +440,7 @@ func (w *Worker) failed(ctx context.Context, t *turn, f failure) error {
 func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *projection.Record, msgs []projection.Message, how post, p *progress) *failure {
 	for i := range msgs {
 		req := requestOf(&reg, msgs[i], w.now())
-		out := w.sender.Send(ctx, req)
+		out := w.post(ctx, &reg, req)
 		w.series.delivery(out, rec.Time, w.now())
 		w.record(&reg, rec.Seq, i, &msgs[i], how, &req, &out)
 		if !out.OK() {

@@ -1,0 +1,15 @@
+package bridge
+
+import (
+	"context"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/webhook"
+)
+
+// post makes one POST of reg. Every delivery, retry, batch and resend goes
+// through here, so what a registration asks of each POST is applied to
+// all of them and not to the ones a path happened to remember.
+func (w *Worker) post(ctx context.Context, reg *cursor.Registration, req webhook.Request) webhook.Outcome {
+	return w.sender.Send(ctx, req)
+}
