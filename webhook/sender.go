@@ -61,6 +61,14 @@ type Request struct {
 	// At is the attempt's time: webhook-timestamp, and the origin of a
 	// Retry-After date. Zero means now.
 	At time.Time
+	// Headers are the registration's own, sent on every POST under the
+	// sender's and the message's: neither can be overridden by them,
+	// except User-Agent.
+	Headers map[string]string
+	// TLS, when set, dials an https:// receiver with the registration's
+	// own CAs, client certificate and server name; an http:// one ignores
+	// it.
+	TLS *TLS
 }
 
 // Sender POSTs messages. It is safe for concurrent use; keep one per
@@ -76,6 +84,9 @@ type Sender struct {
 	maxIdlePerHost int
 	a2a, outbox    roundTrippers
 	urls           *gencache.Cache[urlKey, *url.URL]
+	// ownTLS holds the transports of registrations with TLS settings of
+	// their own.
+	ownTLS *tlsPool
 }
 
 // roundTrippers are one namespace's clients, one per scheme, both dialling
@@ -190,6 +201,8 @@ func NewSender(opts ...Option) *Sender {
 		o(s)
 	}
 	s.tlsConfig.MinVersion = max(s.tlsConfig.MinVersion, tls.VersionTLS12)
+	s.ownTLS = &tlsPool{newTransport: s.newTransport, base: s.tlsConfig, entries: make(map[tlsKey]*tlsEntry)}
+	s.ownTLS.dial = make(map[projection.Namespace]netguard.DialFunc, 2)
 	s.a2a = s.newRoundTrippers(projection.A2A)
 	s.outbox = s.newRoundTrippers(projection.Outbox)
 	s.urls = gencache.New[urlKey, *url.URL](urlCacheSize)
@@ -206,8 +219,9 @@ func NewSender(opts ...Option) *Sender {
 // never happen.)
 func (s *Sender) newRoundTrippers(ns projection.Namespace) roundTrippers {
 	dial := s.policy.DialContext(ns, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
+	s.ownTLS.dial[ns] = dial
 	return roundTrippers{
-		tls:   s.newTransport(dial),
+		tls:   s.newTransport(dial, s.tlsConfig),
 		plain: newPlainClient(dial, s.maxIdlePerHost, maxIdleConns*s.maxIdlePerHost, idleConnTimeout),
 	}
 }
@@ -219,12 +233,12 @@ const (
 	idleConnTimeout = 90 * time.Second
 )
 
-// newTransport builds the client for https:// receivers.
-func (s *Sender) newTransport(dial netguard.DialFunc) *http.Transport {
+// newTransport builds a client for https:// receivers.
+func (s *Sender) newTransport(dial netguard.DialFunc, c *tls.Config) *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dial,
-		TLSClientConfig:        s.tlsConfig.Clone(),
+		TLSClientConfig:        c.Clone(),
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           maxIdleConns * s.maxIdlePerHost,
 		MaxIdleConnsPerHost:    s.maxIdlePerHost,
@@ -238,12 +252,14 @@ func (s *Sender) newTransport(dial netguard.DialFunc) *http.Transport {
 	}
 }
 
-// Close drops the idle keep-alive connections of both namespaces.
+// Close drops the idle keep-alive connections of both namespaces and of
+// every registration's own TLS setting.
 func (s *Sender) Close() {
 	for _, rt := range []roundTrippers{s.a2a, s.outbox} {
 		rt.tls.CloseIdleConnections()
 		rt.plain.Close()
 	}
+	s.ownTLS.close()
 }
 
 // Send POSTs one message and says how it ended. It never retries: the
@@ -266,7 +282,11 @@ func (s *Sender) send(ctx context.Context, r Request) Outcome {
 	if err != nil {
 		return refused(err)
 	}
-	resp, err := s.roundTripper(r.Namespace, req.URL.Scheme).RoundTrip(req)
+	rt, err := s.roundTripper(&r, req.URL.Scheme)
+	if err != nil {
+		return refused(err)
+	}
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
@@ -274,17 +294,22 @@ func (s *Sender) send(ctx context.Context, r Request) Outcome {
 	return s.answered(resp, r, req.URL)
 }
 
-// roundTripper is the client for a namespace and a URL scheme the guard
-// accepted: http or https.
-func (s *Sender) roundTripper(ns projection.Namespace, scheme string) http.RoundTripper {
+// roundTripper is the client for r and a URL scheme the guard accepted:
+// http or https. Only an https:// receiver with TLS settings of its own
+// leaves the namespace's shared clients; headers do not, so a
+// registration with headers keeps the plain client's fast path.
+func (s *Sender) roundTripper(r *Request, scheme string) (http.RoundTripper, error) {
 	rt := s.outbox
-	if ns == projection.A2A {
+	if r.Namespace == projection.A2A {
 		rt = s.a2a
 	}
-	if scheme == "http" {
-		return rt.plain
+	switch {
+	case scheme == "http":
+		return rt.plain, nil
+	case r.TLS != nil:
+		return s.ownTLS.transport(r.Namespace, r.TLS)
 	}
-	return rt.tls
+	return rt.tls, nil
 }
 
 // newRequest builds the signed request, refusing what can never be sent.
@@ -350,18 +375,28 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 		return nil, err
 	}
 	own := ownHeaders(r)
-	h := make(http.Header, len(r.Message.Header)+own)
+	h := make(http.Header, len(r.Message.Header)+own+len(r.Headers))
 	maps.Copy(h, r.Message.Header)
 	// The sender's values share one array, each slice capped at its one
 	// element: a header map costs one allocation for them, not one each.
 	// The User-Agent's value is the sender's own, shared by every map.
-	vals := make([]string, 0, own-1)
+	vals := make([]string, 0, own-1+len(r.Headers))
 	set := func(key, v string) {
 		vals = append(vals, v)
 		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	ts := r.At.Unix()
 	h[canonicalUserAgent] = s.userAgent
+	// The registration's headers go under the message's and the
+	// sender's own: what the admin API let through never names those,
+	// and a row that does still cannot replace a signature. User-Agent
+	// is the one the API leaves to the registration.
+	for k, v := range r.Headers {
+		k = http.CanonicalHeaderKey(k)
+		if _, taken := h[k]; !taken || k == canonicalUserAgent {
+			set(k, v)
+		}
+	}
 	set(canonicalID, r.Message.ID)
 	set(canonicalTimestamp, strconv.FormatInt(ts, 10))
 	if len(r.Secrets) > 0 {
@@ -415,6 +450,12 @@ func checkRequest(r Request) error {
 		return permanent("authentication credentials are empty or contain control characters")
 	case !validHeaderValue(r.Token):
 		return permanent("notification token contains control characters")
+	}
+	for k, v := range r.Headers {
+		if !isToken(k) || !validHeaderValue(v) {
+			// The value is never quoted; a header may carry a key.
+			return permanent("headers: %q is not a valid header name or its value has control characters", k)
+		}
 	}
 	return nil
 }
