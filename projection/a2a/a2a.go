@@ -90,6 +90,7 @@ func (p *Projection) Project(t projection.Target, r *projection.Record) (project
 	if stream == "" {
 		stream = p.stream
 	}
+	traceparent, tracestate := r.TraceContext()
 	res := projection.Result{Messages: make([]projection.Message, 0, len(events))}
 	for i := range events {
 		body, terminal, err := checkEvent(t.TaskID, &events[i])
@@ -99,11 +100,25 @@ func (p *Projection) Project(t projection.Target, r *projection.Record) (project
 		res.Terminal = res.Terminal || terminal
 		res.Messages = append(res.Messages, projection.Message{
 			ID:     messageID(stream, r.Seq, i),
-			Header: http.Header{"Content-Type": {ContentType}},
+			Header: header(traceparent, tracestate),
 			Body:   body,
 		})
 	}
 	return res, nil
+}
+
+// header is a notification's: its media type and the W3C trace context
+// the record was published with, so the receiver's trace goes on from the
+// publisher's.
+func header(traceparent, tracestate string) http.Header {
+	h := http.Header{"Content-Type": {ContentType}}
+	if traceparent != "" {
+		h[projection.TraceparentHeader] = []string{traceparent}
+		if tracestate != "" {
+			h[projection.TracestateHeader] = []string{tracestate}
+		}
+	}
+	return h
 }
 
 // eventError is a decoding error of one element of a record's array.

@@ -43,7 +43,24 @@ func (p *Projection) Batch(msgs []projection.Message) (projection.Message, error
 	}
 	return projection.Message{
 		ID:     id,
-		Header: http.Header{"Content-Type": {BatchContentType}},
+		Header: batchHeader(msgs),
 		Body:   body,
 	}, nil
+}
+
+// batchHeader carries the trace context of the batch's first event that
+// has one: a POST belongs to one trace, and every event keeps its own in
+// its traceparent attribute.
+func batchHeader(msgs []projection.Message) http.Header {
+	h := http.Header{"Content-Type": {BatchContentType}}
+	for _, m := range msgs {
+		if tp, ok := m.Header[projection.TraceparentHeader]; ok {
+			h[projection.TraceparentHeader] = tp
+			if ts, ok := m.Header[projection.TracestateHeader]; ok {
+				h[projection.TracestateHeader] = ts
+			}
+			break
+		}
+	}
+	return h
 }

@@ -5,8 +5,10 @@
 // binding (binary mode) or its JSON event writer (structured mode). The package's own code only chooses the attributes, percent-encodes
 // ce- header values (the binding requires it; the SDK does not do it) and
 // checks what the SDK would let through. It must never send a request, never
-// touch the store, and never forward a NATS header other than those it maps:
-// Nats-* headers are the server's bookkeeping, not the receiver's business.
+// touch the store, and never forward a NATS header other than those it maps
+// (ce-*, Content-Type, and the W3C traceparent and tracestate, which go on
+// as themselves): Nats-* headers are the server's bookkeeping, not the
+// receiver's business.
 package cloudevents
 
 import (
@@ -160,10 +162,47 @@ func (p *Projection) project(t projection.Target, r *projection.Record) (project
 	if err != nil {
 		return projection.Message{}, err
 	}
+	traceparent, tracestate := r.TraceContext()
+	if structured {
+		carryTrace(e, traceparent, tracestate)
+	}
 	if err := validate(e); err != nil {
 		return projection.Message{}, err
 	}
-	return p.write(e, structured)
+	msg, err := p.write(e, structured)
+	if err == nil && traceparent != "" {
+		msg.Header[projection.TraceparentHeader] = []string{traceparent}
+		if tracestate != "" {
+			msg.Header[projection.TracestateHeader] = []string{tracestate}
+		}
+	}
+	return msg, err
+}
+
+// Extension attributes of the CloudEvents Distributed Tracing extension.
+const (
+	traceparentExtension = "traceparent"
+	tracestateExtension  = "tracestate"
+)
+
+// carryTrace puts the message's trace context into a structured event's
+// extension attributes, unless the event carries its own. The extension
+// holds the trace of the event's start and must not follow each hop
+// (CloudEvents Distributed Tracing extension), so it is the published
+// context whatever span a POST of it is traced by: a retry sends the same
+// body. The headers carry the hop's context.
+func carryTrace(e *event.Event, traceparent, tracestate string) {
+	if traceparent == "" {
+		return
+	}
+	ext := e.Extensions()
+	if _, ok := ext[traceparentExtension]; ok {
+		return
+	}
+	e.SetExtension(traceparentExtension, traceparent)
+	if _, ok := ext[tracestateExtension]; !ok && tracestate != "" {
+		e.SetExtension(tracestateExtension, tracestate)
+	}
 }
 
 func structuredFormat(f string) (bool, error) {
