@@ -72,13 +72,25 @@ func TestListPagesAndFilters(t *testing.T) {
 	if empty := listPage(t, h, "?state=completed"); empty.Registrations == nil || len(empty.Registrations) != 0 {
 		t.Errorf("an empty listing must be [], got %+v", empty.Registrations)
 	}
+	byPrefix := listPage(t, h, "?prefix=o&limit=2&after=o1")
+	if len(byPrefix.Registrations) != 2 || byPrefix.Registrations[0].ID != "o2" || byPrefix.Next != "o3" {
+		t.Errorf("prefix o after o1: %+v next %q", byPrefix.Registrations, byPrefix.Next)
+	}
+	if last := listPage(t, h, "?prefix=o&after=o3"); len(last.Registrations) != 1 || last.Registrations[0].ID != "o4" || last.Next != "" {
+		t.Errorf("prefix o after o3: %+v next %q", last.Registrations, last.Next)
+	}
+	if parkedA := listPage(t, h, "?prefix=a&state=parked"); len(parkedA.Registrations) != 0 {
+		t.Errorf("parked with prefix a: %+v", parkedA.Registrations)
+	}
 
 	for query, frag := range map[string]string{
-		"?limit=0":         "limit",
-		"?limit=1001":      "limit",
-		"?limit=ten":       "limit",
-		"?namespace=inbox": "namespace",
-		"?state=sleeping":  "state",
+		"?limit=0":                            "limit",
+		"?limit=1001":                         "limit",
+		"?limit=ten":                          "limit",
+		"?namespace=inbox":                    "namespace",
+		"?state=sleeping":                     "state",
+		"?prefix=a%20b":                       "prefix",
+		"?prefix=" + strings.Repeat("x", 129): "prefix",
 	} {
 		wantError(t, h.do("GET", "/v1/registrations"+query, ""), http.StatusBadRequest, "invalid_argument", frag)
 	}

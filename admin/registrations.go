@@ -143,11 +143,15 @@ func listOptions(r *http.Request) (cursor.ListOptions, error) {
 	opt := cursor.ListOptions{
 		Namespace: q.Get("namespace"),
 		State:     cursor.State(q.Get("state")),
+		Prefix:    q.Get("prefix"),
 		After:     q.Get("after"),
 		Limit:     defaultListLimit,
 	}
 	if opt.Namespace != "" && !projection.Namespace(opt.Namespace).Valid() {
 		return opt, invalid("namespace must be outbox or a2a, not %q", opt.Namespace)
+	}
+	if !validPrefix(opt.Prefix) {
+		return opt, invalid("prefix must be the start of an id: at most %d letters, digits, '.', '_' and '-'", maxIDLen)
 	}
 	switch opt.State {
 	case "", cursor.Active, cursor.Parked, cursor.Completed:
@@ -162,6 +166,20 @@ func listOptions(r *http.Request) (cursor.ListOptions, error) {
 		opt.Limit = n
 	}
 	return opt, nil
+}
+
+// validPrefix reports whether p can begin an id; "." is one, though no id
+// is only that.
+func validPrefix(p string) bool {
+	if len(p) > maxIDLen {
+		return false
+	}
+	for i := range len(p) {
+		if !isIDByte(p[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // get answers GET /v1/registrations/{id}.

@@ -143,10 +143,13 @@ type Progress struct {
 }
 
 // ListOptions filter and page a listing. After is the id the previous page
-// ended on; Limit 0 means the store's default page (100).
+// ended on; Limit 0 means the store's default page (100). Prefix keeps the
+// ids that begin with it; the listing starts and stops at its range, so
+// finding one id among many reads only the rows it could be.
 type ListOptions struct {
 	Namespace string
 	State     State
+	Prefix    string
 	After     string
 	Limit     int
 }

@@ -415,9 +415,9 @@ func TestDeleteIsIdempotentAndDropsPendingProgress(t *testing.T) {
 func TestListPagesInIDOrderWithFilters(t *testing.T) {
 	ctx := context.Background()
 	db, _ := open(t)
-	for _, id := range []string{"e", "a", "d", "b", "c"} {
+	for _, id := range []string{"e", "a", "d", "b", "c", "bb", "bc"} {
 		ns := "outbox"
-		if id == "b" || id == "d" {
+		if id[0] == 'b' || id == "d" {
 			ns = "a2a"
 		}
 		create(t, db, reg(id, ns))
@@ -430,16 +430,26 @@ func TestListPagesInIDOrderWithFilters(t *testing.T) {
 		want     string
 		wantNext string
 	}{
-		{cursor.ListOptions{}, "a b c d e", ""},
+		{cursor.ListOptions{}, "a b bb bc c d e", ""},
 		{cursor.ListOptions{Limit: 2}, "a b", "b"},
-		{cursor.ListOptions{Limit: 2, After: "b"}, "c d", "d"},
+		{cursor.ListOptions{Limit: 2, After: "bc"}, "c d", "d"},
 		{cursor.ListOptions{Limit: 2, After: "d"}, "e", ""},
-		{cursor.ListOptions{Limit: 2, After: "bb"}, "c d", "d"},
+		{cursor.ListOptions{Limit: 2, After: "bd"}, "c d", "d"},
 		{cursor.ListOptions{Namespace: "outbox", Limit: 2}, "a c", "c"},
 		{cursor.ListOptions{Namespace: "outbox", Limit: 2, After: "c"}, "e", ""},
-		{cursor.ListOptions{Namespace: "a2a", Limit: 2}, "b d", ""},
+		{cursor.ListOptions{Namespace: "a2a", Limit: 2}, "b bb", "bb"},
 		{cursor.ListOptions{State: cursor.Parked}, "c", ""},
 		{cursor.ListOptions{Namespace: "a2a", State: cursor.Parked}, "", ""},
+		{cursor.ListOptions{Prefix: "b"}, "b bb bc", ""},
+		{cursor.ListOptions{Prefix: "b", Limit: 2}, "b bb", "bb"},
+		{cursor.ListOptions{Prefix: "b", Limit: 2, After: "bb"}, "bc", ""},
+		{cursor.ListOptions{Prefix: "b", After: "a"}, "b bb bc", ""},
+		{cursor.ListOptions{Prefix: "b", After: "b"}, "bb bc", ""},
+		{cursor.ListOptions{Prefix: "b", After: "c"}, "", ""},
+		{cursor.ListOptions{Prefix: "bb"}, "bb", ""},
+		{cursor.ListOptions{Prefix: "bd"}, "", ""},
+		{cursor.ListOptions{Prefix: "c", State: cursor.Parked}, "c", ""},
+		{cursor.ListOptions{Prefix: "e", State: cursor.Parked}, "", ""},
 	} {
 		rows, next, err := db.List(ctx, tc.opt)
 		if err != nil {

@@ -46,8 +46,8 @@ func (db *DB) Get(ctx context.Context, id string) (Registration, error) {
 	return out, err
 }
 
-// List pages registrations in id order, filtered by namespace and state
-// (both optional). Limit 0 is DefaultListLimit; more than MaxListLimit is
+// List pages registrations in id order, filtered by namespace, state and
+// id prefix (all optional). Limit 0 is DefaultListLimit; more than MaxListLimit is
 // MaxListLimit. next is the last id of the page when more matching rows
 // follow, else empty. A filtered listing reads every row it passes over:
 // it is for operators, not for the delivery path.
@@ -61,11 +61,12 @@ func (db *DB) List(ctx context.Context, opt ListOptions) ([]Registration, string
 	next := ""
 	err := db.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket([]byte(bucketRegistrations)).Cursor()
-		k, v := c.Seek([]byte(opt.After))
+		prefix := []byte(opt.Prefix)
+		k, v := c.Seek([]byte(max(opt.After, opt.Prefix)))
 		if opt.After != "" && bytes.Equal(k, []byte(opt.After)) {
 			k, v = c.Next()
 		}
-		for ; k != nil; k, v = c.Next() {
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			stored, err := decodeRow(db.path, k, v, true)
 			if err != nil {
 				return err

@@ -389,6 +389,22 @@ func listPages(t *testing.T, s cursor.Store, _ *clock) {
 	if ids, _ := page(cursor.ListOptions{After: "bb"}); !slices.Equal(ids, []string{"c", "d", "e"}) {
 		t.Fatalf("after a missing id = %v", ids)
 	}
+	create(t, s, reg("bb", "a2a"))
+	if ids, next := page(cursor.ListOptions{Prefix: "b", Limit: 1}); !slices.Equal(ids, []string{"b"}) || next != "b" {
+		t.Fatalf("prefix b, page 1 = %v next %q", ids, next)
+	}
+	if ids, next := page(cursor.ListOptions{Prefix: "b", After: "b"}); !slices.Equal(ids, []string{"bb"}) || next != "" {
+		t.Fatalf("prefix b after b = %v next %q", ids, next)
+	}
+	if ids, _ := page(cursor.ListOptions{Prefix: "b", After: "a"}); !slices.Equal(ids, []string{"b", "bb"}) {
+		t.Fatalf("prefix b after a = %v", ids)
+	}
+	if ids, _ := page(cursor.ListOptions{Prefix: "c", After: "d"}); len(ids) != 0 {
+		t.Fatalf("prefix c after d = %v", ids)
+	}
+	if ids, _ := page(cursor.ListOptions{Prefix: "bz"}); len(ids) != 0 {
+		t.Fatalf("prefix bz = %v", ids)
+	}
 }
 
 func dueOrder(t *testing.T, s cursor.Store, _ *clock) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,12 +50,15 @@ func (s *Store) List(ctx context.Context, opt cursor.ListOptions) ([]cursor.Regi
 	limit = min(limit, cursor.MaxListLimit)
 	s.idx.mu.RLock()
 	defer s.idx.mu.RUnlock()
-	i, found := slices.BinarySearch(s.idx.ids, opt.After)
-	if found && opt.After != "" {
+	i, found := slices.BinarySearch(s.idx.ids, max(opt.After, opt.Prefix))
+	if found && opt.After >= opt.Prefix && opt.After != "" {
 		i++
 	}
 	var rows []cursor.Registration
 	for _, id := range s.idx.ids[i:] {
+		if !strings.HasPrefix(id, opt.Prefix) {
+			break
+		}
 		r := s.overlay(*s.idx.rows[id])
 		if (opt.Namespace != "" && r.Namespace != opt.Namespace) || (opt.State != "" && r.State != opt.State) {
 			continue
