@@ -61,6 +61,10 @@ type Request struct {
 	// At is the attempt's time: webhook-timestamp, and the origin of a
 	// Retry-After date. Zero means now.
 	At time.Time
+	// TraceParent and TraceState, when TraceParent is set, are the W3C
+	// trace context of the span that traces this POST; they replace the
+	// message's traceparent and tracestate headers.
+	TraceParent, TraceState string
 	// Headers are the registration's own, sent on every POST under the
 	// sender's and the message's: neither can be overridden by them,
 	// except User-Agent.
@@ -417,6 +421,7 @@ func (s *Sender) headers(r Request) (http.Header, error) {
 		set(canonicalToken, r.Token)
 		set(canonicalXToken, r.Token)
 	}
+	traceHeaders(h, &r)
 	return h, nil
 }
 
