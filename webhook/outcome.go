@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -47,6 +48,10 @@ type Outcome struct {
 	Response []byte
 	// Duration is the time Send took.
 	Duration time.Duration
+	// Reauthorized says the receiver answered 401 to the first OAuth 2.0
+	// token and this is the outcome of getting a new one and POSTing
+	// again with it; the first POST is not reported apart.
+	Reauthorized bool
 }
 
 // OK reports a 2xx answer: the receiver acknowledged the message.
@@ -59,6 +64,13 @@ func (o Outcome) OK() bool { return o.Class == Class2xx }
 func (o Outcome) Error() string {
 	switch o.Class {
 	case ClassTransport:
+		var te *TokenError
+		switch {
+		case errors.As(o.Err, &te) && o.Reauthorized:
+			return "receiver answered 401 Unauthorized; POST not sent again: " + te.Error()
+		case errors.As(o.Err, &te):
+			return "POST not sent: " + te.Error()
+		}
 		return "POST failed: " + errText(o.Err)
 	case ClassRefused:
 		return "POST refused: " + errText(o.Err)
@@ -70,6 +82,9 @@ func (o Outcome) Error() string {
 	}
 	if o.RetryAfter > 0 {
 		fmt.Fprintf(&b, " (Retry-After %s)", o.RetryAfter)
+	}
+	if o.Reauthorized {
+		b.WriteString(" to a new OAuth 2.0 token after a 401")
 	}
 	if o.Class == Class3xx {
 		b.WriteString("; redirects are not followed")

@@ -58,6 +58,9 @@ type Request struct {
 	Token           string
 	AuthScheme      string
 	AuthCredentials string
+	// OAuth2, when set, authorizes the POST with a client-credentials
+	// token instead of AuthScheme and AuthCredentials.
+	OAuth2 OAuth2
 	// At is the attempt's time: webhook-timestamp, and the origin of a
 	// Retry-After date. Zero means now.
 	At time.Time
@@ -88,6 +91,7 @@ type Sender struct {
 	maxIdlePerHost int
 	a2a, outbox    roundTrippers
 	urls           *gencache.Cache[urlKey, *url.URL]
+	tokens         *tokenCache
 	// ownTLS holds the transports of registrations with TLS settings of
 	// their own.
 	ownTLS *tlsPool
@@ -210,6 +214,7 @@ func NewSender(opts ...Option) *Sender {
 	s.a2a = s.newRoundTrippers(projection.A2A)
 	s.outbox = s.newRoundTrippers(projection.Outbox)
 	s.urls = gencache.New[urlKey, *url.URL](urlCacheSize)
+	s.tokens = newTokenCache(s)
 	return s
 }
 
@@ -263,6 +268,7 @@ func (s *Sender) Close() {
 		rt.tls.CloseIdleConnections()
 		rt.plain.Close()
 	}
+	s.tokens.close()
 	s.ownTLS.close()
 }
 
@@ -271,7 +277,7 @@ func (s *Sender) Close() {
 // webhook-id; only the timestamp and signatures follow At.
 func (s *Sender) Send(ctx context.Context, r Request) Outcome {
 	start := time.Now()
-	o := s.send(ctx, r)
+	o := s.authorized(ctx, r)
 	o.Duration = time.Since(start)
 	return o
 }
