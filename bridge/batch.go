@@ -125,6 +125,11 @@ func (w *Worker) sendBatch(ctx context.Context, t *turn, bt *batcher) (bool, err
 	if len(bt.msgs) == 0 {
 		return false, nil
 	}
+	if w.paced(&t.reg) {
+		// The turn ends before this POST; its events are read again on
+		// the wake, their cursor not moved.
+		return true, nil
+	}
 	defer bt.reset()
 	msg, err := bt.b.Batch(bt.msgs)
 	if err != nil {

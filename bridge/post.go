@@ -11,5 +11,8 @@ import (
 // through here, so what a registration asks of each POST is applied to
 // all of them and not to the ones a path happened to remember.
 func (w *Worker) post(ctx context.Context, reg *cursor.Registration, req webhook.Request) webhook.Outcome {
+	if o, ok := w.waitLimit(ctx, reg, &req); !ok {
+		return o
+	}
 	return w.sender.Send(ctx, req)
 }

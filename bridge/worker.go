@@ -106,6 +106,8 @@ type Worker struct {
 	// events, when set, is told of failing, recovered, parked, completed
 	// and skipped (see WithEvents).
 	events *announcer
+	// limits are the registrations' rate limits.
+	limits *limits
 }
 
 // Option configures a Worker.
@@ -183,6 +185,7 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 	w.sched = newScheduler()
 	w.turns = make(chan string, w.maxInFlight)
 	w.cache = gencache.New[cacheKey, projection.Result](projectionCacheSize)
+	w.limits = newLimits()
 	return w, nil
 }
 
@@ -222,6 +225,9 @@ type turn struct {
 // parked is the parkings count read before reg was.
 func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time.Time, parked uint64) (progress, bool, error) {
 	t := &turn{reg: reg, at: at, next: reg.NextSeq, attempts: reg.Attempts, highWater: reg.HighWater(), started: time.Now()}
+	if w.paced(&t.reg) {
+		return t.p, false, nil
+	}
 	page, err := w.journal.Read(ctx, reg.Subject, reg.NextSeq, DrainPage)
 	if errors.Is(err, journal.ErrStreamRecreated) {
 		return t.p, false, w.streamRecreated(ctx, reg, err)
@@ -358,6 +364,9 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 			t.yielded, t.p.yielded = true, true
 			return false, nil
 		}
+		if i > 0 && w.paced(&t.reg) {
+			return true, nil
+		}
 		rec := &page.Records[i]
 		res, err := w.project(target, rec)
 		if err != nil {
@@ -463,6 +472,10 @@ func requestOf(reg *cursor.Registration, msg projection.Message, at time.Time) w
 		AuthScheme:      reg.AuthScheme,
 		AuthCredentials: reg.AuthCredentials,
 		At:              at,
+		Headers:         reg.Headers,
+		// The same fields: a field added to one and not the other stops
+		// the build here.
+		TLS: (*webhook.TLS)(reg.TLS),
 	}
 }
 
