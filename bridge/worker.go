@@ -471,6 +471,7 @@ func requestOf(reg *cursor.Registration, msg projection.Message, at time.Time) w
 		Token:           reg.Token,
 		AuthScheme:      reg.AuthScheme,
 		AuthCredentials: reg.AuthCredentials,
+		OAuth2:          oauth2Of(reg.OAuth2),
 		At:              at,
 		Headers:         reg.Headers,
 		// The same fields: a field added to one and not the other stops
