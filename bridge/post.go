@@ -10,9 +10,12 @@ import (
 // post makes one POST of reg. Every delivery, retry, batch and resend goes
 // through here, so what a registration asks of each POST is applied to
 // all of them and not to the ones a path happened to remember.
-func (w *Worker) post(ctx context.Context, reg *cursor.Registration, req webhook.Request) webhook.Outcome {
+//
+// seq is the journal message it carries (a batch's first) and attempt its
+// number (see post.number), for the POST's span.
+func (w *Worker) post(ctx context.Context, reg *cursor.Registration, seq uint64, attempt uint32, req webhook.Request) webhook.Outcome {
 	if o, ok := w.waitLimit(ctx, reg, &req); !ok {
 		return o
 	}
-	return w.sender.Send(ctx, req)
+	return w.send(ctx, reg, seq, attempt, req)
 }

@@ -51,21 +51,31 @@ func (w *Worker) resend(ctx context.Context, reg *cursor.Registration, seq uint6
 	}
 	out := make([]attempt.Attempt, 0, len(msgs))
 	for i := range msgs {
+		how := post{trigger: attempt.TriggerResend, attempt: w.resendNumber(ctx, reg.ID, seq, i)}
 		req := requestOf(reg, msgs[i], w.now())
-		res := w.post(ctx, reg, req)
+		res := w.post(ctx, reg, seq, how.attempt, req)
 		w.series.delivery(res, page.Records[0].Time, w.now())
-		a := attemptOf(reg.ID, seq, i, msgs[i].ID, post{trigger: attempt.TriggerResend}, &req, &res)
-		if n, ok := w.recorder.(numberer); ok {
-			n.Number(ctx, &a)
-		} else {
-			a.Attempt = 1 // nothing counts earlier POSTs without the log
-		}
+		a := attemptOf(reg.ID, seq, i, msgs[i].ID, how, &req, &res)
 		if w.recorder != nil {
 			w.recorder.Record(a)
 		}
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// resendNumber is the attempt number of a resend of message index i of
+// seq, asked of the log before the POST so its span reports it too; 1
+// when nothing counts earlier POSTs, without a log. The POST is recorded
+// only after it is made, so it is not counted among them.
+func (w *Worker) resendNumber(ctx context.Context, reg string, seq uint64, i int) uint32 {
+	n, ok := w.recorder.(numberer)
+	if !ok {
+		return 1
+	}
+	a := attempt.Attempt{Registration: reg, Seq: seq, Index: i}
+	n.Number(ctx, &a)
+	return a.Attempt
 }
 
 // resendMessages is what rec is sent as to reg: the messages of its

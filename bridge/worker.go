@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/events"
 	"github.com/jetstream-bridge/bridge/internal/gencache"
@@ -108,6 +110,8 @@ type Worker struct {
 	events *announcer
 	// limits are the registrations' rate limits.
 	limits *limits
+	// tracer, when set, makes a span of every POST (see WithTracer).
+	tracer trace.Tracer
 }
 
 // Option configures a Worker.
@@ -449,7 +453,7 @@ func (w *Worker) failed(ctx context.Context, t *turn, f failure) error {
 func (w *Worker) deliver(ctx context.Context, reg cursor.Registration, rec *projection.Record, msgs []projection.Message, how post, p *progress) *failure {
 	for i := range msgs {
 		req := requestOf(&reg, msgs[i], w.now())
-		out := w.post(ctx, &reg, req)
+		out := w.post(ctx, &reg, rec.Seq, how.number(&reg), req)
 		w.series.delivery(out, rec.Time, w.now())
 		w.record(&reg, rec.Seq, i, &msgs[i], how, &req, &out)
 		if !out.OK() {
