@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/jetstream-bridge/bridge/console"
 )
 
 // handlerFunc is a handler that reports failure as an error; serve turns
@@ -38,6 +40,10 @@ func (s *server) routes() http.Handler {
 		{"GET", "/healthz", s.serve(s.healthz)},
 		{"GET", "/readyz", s.serve(s.readyz)},
 		{"GET", "/metrics", s.serve(s.serveMetrics)},
+		// The console is static and loads without a token; everything it
+		// shows it asks of /v1 with the token the operator types.
+		{"GET", "/console/", http.StripPrefix("/console", console.Handler())},
+		{"GET", "/console", http.RedirectHandler("/console/", http.StatusMovedPermanently)},
 	}
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
