@@ -45,6 +45,10 @@ type registrationRequest struct {
 	// parsed on its own because it is either a string or an object.
 	Start json.RawMessage `json:"start"`
 	Batch *batchRequest   `json:"batch"`
+	// Receiver options, either namespace (options.go).
+	Headers   map[string]string `json:"headers"`
+	TLS       *cursor.TLS       `json:"tls"`
+	RateLimit *rateLimitRequest `json:"rateLimit"`
 }
 
 type authRequest struct {
@@ -91,6 +95,11 @@ func (s *server) validConfig(ctx context.Context, req *registrationRequest) (cur
 		return c, err
 	}
 	if err := commonConfig(&c, req); err != nil {
+		return c, err
+	}
+	// After whatever sets authentication or oauth2: they decide whether
+	// an Authorization header is the registration's to set.
+	if err := receiverOptions(&c, req); err != nil {
 		return c, err
 	}
 	// The guard's message is shown as it is: it already names the url and

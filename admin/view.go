@@ -39,6 +39,12 @@ type Registration struct {
 	// Owner is the bridge delivering the registration now, with several
 	// bridges on one store; empty while nobody holds it, absent alone.
 	Owner *string `json:"owner,omitempty"`
+
+	// Headers are echoed as registered; TLS says what is set, never the
+	// PEM text or the key.
+	Headers   map[string]string `json:"headers,omitempty"`
+	TLS       *TLS              `json:"tls,omitempty"`
+	RateLimit *RateLimit        `json:"rateLimit,omitempty"`
 }
 
 // Batch is a registration's batch limits; the ones left out take the
@@ -82,6 +88,7 @@ func viewOf(r cursor.Registration) Registration {
 		CompletedAt:     utcOrNil(r.CompletedAt),
 		Delivered:       r.Delivered,
 	}
+	v.Headers, v.TLS, v.RateLimit = r.Headers, tlsView(r.TLS), rateLimitView(r.RateLimit)
 	if r.AuthScheme != "" {
 		v.Authentication = &Authentication{Scheme: r.AuthScheme}
 	}
