@@ -41,6 +41,8 @@ type registrationRequest struct {
 	Secret          string       `json:"secret"`
 	Token           string       `json:"token"`
 	Authentication  *authRequest `json:"authentication"`
+	// OAuth2 is the client-credentials grant (oauth2.go).
+	OAuth2 *oauth2Request `json:"oauth2"`
 	// Start is "new", "first", {"seq": N} or {"time": "RFC3339"}; it is
 	// parsed on its own because it is either a string or an object.
 	Start json.RawMessage `json:"start"`
@@ -97,6 +99,9 @@ func (s *server) validConfig(ctx context.Context, req *registrationRequest) (cur
 	if err := commonConfig(&c, req); err != nil {
 		return c, err
 	}
+	if c.OAuth2, err = validOAuth2(req.OAuth2, c.AuthScheme != ""); err != nil {
+		return c, err
+	}
 	// After whatever sets authentication or oauth2: they decide whether
 	// an Authorization header is the registration's to set.
 	if err := receiverOptions(&c, req); err != nil {
@@ -106,6 +111,9 @@ func (s *server) validConfig(ctx context.Context, req *registrationRequest) (cur
 	// the rule, and never the URL's credentials.
 	if err := s.guard.CheckURL(ctx, ns, c.URL); err != nil {
 		return c, invalid("%v", err)
+	}
+	if err := s.checkTokenURL(ctx, ns, c.OAuth2); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -23,6 +23,7 @@ type Registration struct {
 	Signed          bool            `json:"signed"`
 	HasToken        bool            `json:"hasToken"`
 	Authentication  *Authentication `json:"authentication,omitempty"`
+	OAuth2          *OAuth2         `json:"oauth2,omitempty"`
 	State           string          `json:"state"`
 	NextSeq         uint64          `json:"nextSeq"`
 	Attempts        uint32          `json:"attempts"`
@@ -92,6 +93,7 @@ func viewOf(r cursor.Registration) Registration {
 	if r.AuthScheme != "" {
 		v.Authentication = &Authentication{Scheme: r.AuthScheme}
 	}
+	v.OAuth2 = oauth2View(r.OAuth2)
 	if b := r.Batch; b != nil {
 		v.Batch = &Batch{MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes}
 		if b.MaxDelay > 0 {
