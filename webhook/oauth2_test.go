@@ -33,7 +33,7 @@ type tokenServer struct {
 	// refuseBasic answers 401 to HTTP Basic, as some endpoints do.
 	refuseBasic bool
 	// fail, when it returns a status, answers it with body instead of a token.
-	fail func() (int, string)
+	fail  func() (int, string)
 	delay time.Duration
 
 	mu   sync.Mutex
