@@ -135,6 +135,9 @@ func TestHeadersTheBridgeSetsAreRefused(t *testing.T) {
 	withAuth := `"authentication":{"scheme":"Bearer","credentials":"c"},`
 	wantError(t, h.do("POST", "/v1/registrations", outboxWith("r", withAuth+`"headers":{"authorization":"Bearer x"}`)),
 		http.StatusBadRequest, "invalid_argument", `headers: "authorization" is set by the bridge`)
+	withOAuth2 := `"oauth2":{"tokenUrl":"https://auth.example/token","clientId":"bridge","clientSecret":"s"},`
+	wantError(t, h.do("POST", "/v1/registrations", outboxWith("r", withOAuth2+`"headers":{"AUTHORIZATION":"Bearer x"}`)),
+		http.StatusBadRequest, "invalid_argument", `headers: "AUTHORIZATION" is set by the bridge`)
 	if v := h.create(outboxWith("own-auth", `"headers":{"Authorization":"Bearer mine"}`)); v.Headers["Authorization"] != "Bearer mine" {
 		t.Errorf("Authorization without authentication or oauth2: headers %v, want it kept", v.Headers)
 	}
