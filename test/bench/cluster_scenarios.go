@@ -3,16 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -353,6 +356,7 @@ func (c *clusterBench) deliverAll(ctx context.Context, brs []*bridgeProc, s stre
 		return delivered{}, err
 	}
 	if err := waitRun(ctx, r, subject); err != nil {
+		c.explainStall(ctx, brs, r, "fan-%05d")
 		return delivered{}, err
 	}
 	d := delivered{took: time.Duration(r.last.Load() - start.UnixNano()),
@@ -654,4 +658,31 @@ func bareCAS(ctx context.Context, kv jetstream.KeyValue, dur time.Duration) (flo
 		return 0, err
 	}
 	return float64(writes.Load()) / time.Since(start).Seconds(), nil
+}
+
+// explainStall logs how every bridge sees the first registrations a
+// stalled run left short, and their newest attempts: whether the cursor
+// stayed behind, moved past the messages, or waits in a backoff.
+func (c *clusterBench) explainStall(ctx context.Context, brs []*bridgeProc, r *run, idFormat string) {
+	short := r.shortRegs()
+	for _, reg := range short[:min(len(short), 3)] {
+		id := fmt.Sprintf(idFormat, reg)
+		for i, br := range brs {
+			var row, attempts json.RawMessage
+			_, err := br.api(ctx, http.MethodGet, "/v1/registrations/"+id, nil, &row)
+			_, err2 := br.api(ctx, http.MethodGet, "/v1/registrations/"+id+"/attempts?limit=3", nil, &attempts)
+			logf("  stall: %s via %s: %s (err %v); attempts %s (err %v)", id, instanceName(i), row, err, attempts, err2)
+			var listed struct {
+				Registrations []struct{ ID string } `json:"registrations"`
+			}
+			_, err = br.api(ctx, http.MethodGet, fmt.Sprintf("/v1/registrations?after="+idFormat+"&limit=1", reg-1), nil, &listed)
+			logf("  stall: %s listed by %s's index: %v (err %v)", id, instanceName(i), len(listed.Registrations) == 1 && listed.Registrations[0].ID == id, err)
+		}
+	}
+	// A goroutine dump of every bridge, into its log: a turn that never
+	// ended shows where it waits.
+	for _, br := range brs {
+		_ = br.cmd.Process.Signal(syscall.SIGQUIT)
+	}
+	time.Sleep(time.Second)
 }

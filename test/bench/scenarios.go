@@ -54,6 +54,20 @@ func waitRun(ctx context.Context, r *run, what string) error {
 	}
 }
 
+// shortRegs are the indexes of the registrations missing deliveries.
+func (r *run) shortRegs() []int {
+	var out []int
+	for reg := range r.regs {
+		for m := range r.msgs {
+			if r.arrived[reg*r.msgs+m].Load() == 0 {
+				out = append(out, reg)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // short names the first max registrations (by index) missing deliveries,
 // each with how many it got and its first missing message: whether a
 // stall left whole registrations behind or the end of many.
