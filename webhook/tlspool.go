@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -122,11 +121,13 @@ type tlsPool struct {
 	closed  bool
 }
 
-// tlsKey names a namespace and a TLS setting by a hash of its fields, so
-// the pool holds no PEM text as a key.
+// tlsKey names a namespace and a TLS setting. The map hashes the PEM
+// text on each lookup, cheaper per POST than a cryptographic digest, and
+// compares it whole on a hit: two settings never share a transport, so no
+// registration is ever sent with another's client certificate.
 type tlsKey struct {
-	ns  projection.Namespace
-	sum [sha256.Size]byte
+	ns projection.Namespace
+	TLS
 }
 
 type tlsEntry struct {
@@ -134,22 +135,11 @@ type tlsEntry struct {
 	used time.Time
 }
 
-func keyOf(ns projection.Namespace, t *TLS) tlsKey {
-	h := sha256.New()
-	for _, f := range []string{t.CACertificates, t.ClientCertificate, t.ClientKey, t.ServerName} {
-		// Length-prefixed, so no two settings hash the same fields alike.
-		fmt.Fprintf(h, "%d:%s", len(f), f)
-	}
-	k := tlsKey{ns: ns}
-	h.Sum(k.sum[:0])
-	return k
-}
-
 // transport returns the transport for ns and t, building it on first use.
 // A setting that does not parse is refused for good: it was accepted by
 // no admin API and no retry can mend it.
 func (p *tlsPool) transport(ns projection.Namespace, t *TLS) (*http.Transport, error) {
-	k := keyOf(ns, t)
+	k := tlsKey{ns: ns, TLS: *t}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
