@@ -24,13 +24,13 @@ const fourEvents = `[
 
 // a2aWorker serves the a2a namespace through the real projection and a
 // sender whose guard lets loopback http through, as --a2a-allow-loopback.
-func (e *env) a2aWorker() *bridge.Worker {
+func (e *env) a2aWorker(opts ...bridge.Option) *bridge.Worker {
 	e.t.Helper()
 	s := webhook.NewSender(webhook.WithTimeout(2*time.Second),
 		webhook.WithPolicy(netguard.NewPolicy(netguard.WithAllowLoopbackHTTP(true))))
 	e.t.Cleanup(s.Close)
 	e.sender = s
-	return e.workerFor(a2a.New(a2a.WithStream(stream)))
+	return e.workerFor(a2a.New(a2a.WithStream(stream)), opts...)
 }
 
 func (e *env) registerTask(id, task, url string) {

@@ -3,14 +3,15 @@ package bridge
 import (
 	"context"
 	"encoding/hex"
+	"net/http"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/projection"
 	"github.com/jetstream-bridge/bridge/webhook"
 )
 
@@ -38,9 +39,29 @@ const (
 func WithTracer(tp trace.TracerProvider) Option {
 	return func(w *Worker) error {
 		if tp != nil {
-			w.tracer = tp.Tracer(TracerName)
+			w.tracer = newTracing(tp)
 		}
 		return nil
+	}
+}
+
+// tracing is a worker's tracer and the options every span starts with,
+// made once: options built per POST cost allocations on a path that
+// makes tens of thousands of POSTs a second.
+type tracing struct {
+	tracer trace.Tracer
+	// child starts a span under the published trace, root one of its own.
+	child, root []trace.SpanStartOption
+}
+
+func newTracing(tp trace.TracerProvider) *tracing {
+	kind := trace.WithSpanKind(trace.SpanKindClient)
+	return &tracing{
+		tracer: tp.Tracer(TracerName),
+		child:  []trace.SpanStartOption{kind},
+		// No published trace: the POST starts one, whatever span the
+		// caller's context (an admin request's, say) may hold.
+		root: []trace.SpanStartOption{kind, trace.WithNewRoot()},
 	}
 }
 
@@ -52,51 +73,78 @@ func (w *Worker) send(ctx context.Context, reg *cursor.Registration, seq uint64,
 	if w.tracer == nil {
 		return w.sender.Send(ctx, req)
 	}
-	return w.sendTraced(ctx, reg, seq, attempt, req)
+	return w.tracer.send(ctx, w.sender, reg, seq, attempt, req)
 }
 
-func (w *Worker) sendTraced(ctx context.Context, reg *cursor.Registration, seq uint64, attempt uint32, req webhook.Request) webhook.Outcome {
-	// The projection put the published context, if valid, in the
-	// message's headers under their canonical names.
-	parent := propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(req.Message.Header))
-	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			AttrRegistration.String(reg.ID),
-			AttrSequence.Int64(int64(seq)),
-			AttrAttempt.Int64(int64(attempt)),
-			AttrNamespace.String(reg.Namespace),
-			AttrWebhookID.String(req.Message.ID),
-			attrMethod.String("POST"),
-		),
+func (t *tracing) send(ctx context.Context, s Sender, reg *cursor.Registration, seq uint64, attempt uint32, req webhook.Request) webhook.Outcome {
+	opts := t.root
+	if parent, ok := published(req.Message.Header); ok {
+		ctx, opts = trace.ContextWithRemoteSpanContext(ctx, parent), t.child
 	}
-	if !trace.SpanContextFromContext(parent).IsRemote() {
-		// No published trace: the POST starts one, whatever span the
-		// caller's context (an admin request's, say) may hold.
-		opts = append(opts, trace.WithNewRoot())
-	}
-	ctx, span := w.tracer.Start(parent, "POST", opts...)
+	ctx, span := t.tracer.Start(ctx, "POST", opts...)
 	sc := span.SpanContext()
 	req.TraceParent, req.TraceState = traceparent(sc), sc.TraceState().String()
-	out := w.sender.Send(ctx, req)
-	endSpan(span, &out)
+	out := s.Send(ctx, req)
+	endSpan(span, reg, seq, attempt, &req, &out)
 	return out
 }
 
-// endSpan records how the POST ended. Outcome.Error never holds a
-// secret, a token or the URL's path, so it may leave the process.
-func endSpan(span trace.Span, out *webhook.Outcome) {
+// published is the trace context the projection put in the message's
+// headers, under their canonical names, when the message carried a valid
+// one. Read here rather than by a propagator, which canonicalises both
+// names again and puts the result in a context, on every POST.
+func published(h http.Header) (trace.SpanContext, bool) {
+	tp := h[projection.TraceparentHeader]
+	if len(tp) != 1 || len(tp[0]) < 55 {
+		return trace.SpanContext{}, false
+	}
+	var cfg trace.SpanContextConfig
+	var flags [1]byte
+	v := tp[0]
+	if _, err := hex.Decode(cfg.TraceID[:], []byte(v[3:35])); err != nil {
+		return trace.SpanContext{}, false
+	}
+	if _, err := hex.Decode(cfg.SpanID[:], []byte(v[36:52])); err != nil {
+		return trace.SpanContext{}, false
+	}
+	if _, err := hex.Decode(flags[:], []byte(v[53:55])); err != nil {
+		return trace.SpanContext{}, false
+	}
+	cfg.TraceFlags, cfg.Remote = trace.TraceFlags(flags[0])&trace.FlagsSampled, true
+	if ts := h[projection.TracestateHeader]; len(ts) == 1 {
+		// A tracestate the SDK cannot read is dropped, as a propagator
+		// drops it; the traceparent still holds.
+		cfg.TraceState, _ = trace.ParseTraceState(ts[0])
+	}
+	sc := trace.NewSpanContext(cfg)
+	return sc, sc.IsValid()
+}
+
+// endSpan records what the POST was and how it ended, in one call: the
+// span grows its attributes once. Outcome.Error never holds a secret, a
+// token or the URL's path, so it may leave the process.
+func endSpan(span trace.Span, reg *cursor.Registration, seq uint64, attempt uint32, req *webhook.Request, out *webhook.Outcome) {
+	var kv [8]attribute.KeyValue
+	attrs := append(kv[:0],
+		AttrRegistration.String(reg.ID),
+		AttrSequence.Int64(int64(seq)),
+		AttrAttempt.Int64(int64(attempt)),
+		AttrNamespace.String(reg.Namespace),
+		AttrWebhookID.String(req.Message.ID),
+		attrMethod.String("POST"),
+	)
 	if out.Status != 0 {
-		span.SetAttributes(attrStatus.Int(out.Status))
+		attrs = append(attrs, attrStatus.Int(out.Status))
 	}
 	if !out.OK() {
 		kind := outcomeOf(out)
 		if out.Status != 0 {
 			kind = strconv.Itoa(out.Status)
 		}
-		span.SetAttributes(attrErrorType.String(kind))
+		attrs = append(attrs, attrErrorType.String(kind))
 		span.SetStatus(codes.Error, out.Error())
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 }
 

@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/events"
 	"github.com/jetstream-bridge/bridge/internal/gencache"
@@ -111,7 +109,7 @@ type Worker struct {
 	// limits are the registrations' rate limits.
 	limits *limits
 	// tracer, when set, makes a span of every POST (see WithTracer).
-	tracer trace.Tracer
+	tracer *tracing
 }
 
 // Option configures a Worker.
