@@ -90,6 +90,10 @@ func TestOAuth2Refused(t *testing.T) {
 		`"authentication":{"scheme":"Bearer","credentials":"c"},"oauth2"`, 1)
 	wantError(t, h.do("POST", "/v1/registrations", body), http.StatusBadRequest, "invalid_argument",
 		"oauth2 and authentication cannot be used together")
+	body = strings.Replace(withOAuth2("outbox", grant(ok, "bridge", oauth2Secret, "")), `"oauth2"`,
+		`"headers":{"Authorization":"Bearer x"},"oauth2"`, 1)
+	wantError(t, h.do("POST", "/v1/registrations", body), http.StatusBadRequest, "invalid_argument",
+		`headers: "Authorization" is set by the bridge from authentication or oauth2`)
 	if strings.Contains(h.logs.String(), "distinctive") {
 		t.Fatalf("a log line shows the client secret:\n%s", h.logs.String())
 	}

@@ -17,5 +17,6 @@ func (w *Worker) post(ctx context.Context, reg *cursor.Registration, seq uint64,
 	if o, ok := w.waitLimit(ctx, reg, &req); !ok {
 		return o
 	}
+	req.Pace = w.paceOf(reg)
 	return w.send(ctx, reg, seq, attempt, req)
 }

@@ -76,8 +76,8 @@ func (e *TokenError) Unwrap() error { return e.Err }
 // authorized is send with the registration's OAuth 2.0 token, when it has
 // one. It never POSTs without a token: a token that cannot be had is a
 // transient failure of the delivery. A 401 drops the token the POST
-// carried and POSTs once more with a new one; what that second POST gets
-// is the Outcome, a 401 included.
+// carried and POSTs once more with a new one, after r.Pace; what that
+// second POST gets is the Outcome, a 401 included.
 func (s *Sender) authorized(ctx context.Context, r Request) Outcome {
 	if !r.OAuth2.set() {
 		return s.send(ctx, r)
@@ -103,6 +103,11 @@ func (s *Sender) authorized(ctx context.Context, r Request) Outcome {
 	src.drop(tok)
 	if tok, err = src.get(ctx); err != nil {
 		return Outcome{Class: ClassTransport, Err: err, Reauthorized: true}
+	}
+	if r.Pace != nil {
+		if err := r.Pace(ctx); err != nil {
+			return Outcome{Class: ClassTransport, Err: err, Reauthorized: true}
+		}
 	}
 	o = s.send(ctx, bearer(r, tok))
 	o.Reauthorized = true

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -205,9 +206,12 @@ func TestOAuth2NewTokenAfter401(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s := newSender(t)
-	out := s.Send(t.Context(), oauth2Request(srv.URL, grant(ts)))
-	if !out.OK() || !out.Reauthorized {
-		t.Fatalf("outcome %+v, want a 2xx after a new token", out)
+	var paced atomic.Int32
+	r := oauth2Request(srv.URL, grant(ts))
+	r.Pace = func(context.Context) error { paced.Add(1); return nil }
+	out := s.Send(t.Context(), r)
+	if !out.OK() || !out.Reauthorized || paced.Load() != 1 {
+		t.Fatalf("outcome %+v after %d waits for the pace, want a 2xx after a new token and one wait", out, paced.Load())
 	}
 	if a, b := next(t, hits).header.Get("Authorization"), next(t, hits).header.Get("Authorization"); a != "Bearer tok-1" || b != "Bearer tok-2" {
 		t.Fatalf("POSTs carried %q then %q", a, b)
@@ -215,9 +219,22 @@ func TestOAuth2NewTokenAfter401(t *testing.T) {
 	if n := ts.requests.Load(); n != 2 {
 		t.Fatalf("token requests: %d, want 2", n)
 	}
-	if out := s.Send(t.Context(), oauth2Request(srv.URL, grant(ts))); !out.OK() || out.Reauthorized || ts.requests.Load() != 2 {
-		t.Fatalf("next send %+v after %d token requests, want the new token reused", out, ts.requests.Load())
+	if out := s.Send(t.Context(), r); !out.OK() || out.Reauthorized || ts.requests.Load() != 2 || paced.Load() != 1 {
+		t.Fatalf("next send %+v after %d token requests and %d waits, want the new token reused and no wait", out, ts.requests.Load(), paced.Load())
 	}
+}
+
+func TestOAuth2PaceEndsTheSecondPOST(t *testing.T) {
+	ts := newTokenServer(t, nil)
+	srv, hits := receiver(t, status(http.StatusUnauthorized, ""))
+	r := oauth2Request(srv.URL, grant(ts))
+	r.Pace = func(context.Context) error { return context.Canceled }
+	out := newSender(t).Send(t.Context(), r)
+	if out.Class != ClassTransport || !errors.Is(out.Err, context.Canceled) {
+		t.Fatalf("outcome %+v, want the pace's error", out)
+	}
+	next(t, hits)
+	noHit(t, hits, "the pace refused the second POST")
 }
 
 func TestOAuth2Second401IsAFailedAttempt(t *testing.T) {
@@ -432,4 +449,15 @@ func waitUntil(t *testing.T, ok func() bool) {
 		}
 	}
 	t.Fatal("timed out")
+}
+
+func TestOAuth2SecretsRedactedFromAnswers(t *testing.T) {
+	ts := newTokenServer(t, nil)
+	srv, _ := receiver(t, func(w http.ResponseWriter, r *http.Request) {
+		status(http.StatusInternalServerError, "got "+r.Header.Get("Authorization")+" for "+testClientSecret)(w, r)
+	})
+	out := newSender(t, WithResponseBody(1024)).Send(t.Context(), oauth2Request(srv.URL, grant(ts)))
+	if want := "got Bearer [redacted] for [redacted]"; out.Excerpt != want || string(out.Response) != want {
+		t.Fatalf("excerpt %q, response %q; want %q", out.Excerpt, out.Response, want)
+	}
 }

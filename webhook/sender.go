@@ -61,6 +61,10 @@ type Request struct {
 	// OAuth2, when set, authorizes the POST with a client-credentials
 	// token instead of AuthScheme and AuthCredentials.
 	OAuth2 OAuth2
+	// Pace, when set, is waited on before the POST Send makes again after
+	// a 401 renewed the OAuth 2.0 token, so a rate limit counts that POST
+	// too; its error ends the Send as a transport failure.
+	Pace func(context.Context) error
 	// At is the attempt's time: webhook-timestamp, and the origin of a
 	// Retry-After date. Zero means now.
 	At time.Time
@@ -550,11 +554,11 @@ func (s *Sender) response(head []byte, r Request, u *url.URL) []byte {
 // credentials, and the URL's path, long path segments and query values,
 // which often carry a capability token of their own.
 func secretsOf(r Request, u *url.URL) []string {
-	out := make([]string, 0, len(r.Secrets)*2+4)
+	out := make([]string, 0, len(r.Secrets)*2+5)
 	for _, sec := range r.Secrets {
 		out = append(out, sec, strings.TrimPrefix(sec, SecretPrefix))
 	}
-	out = append(out, r.Token, r.AuthCredentials)
+	out = append(out, r.Token, r.AuthCredentials, r.OAuth2.ClientSecret)
 	if u.Path != "" && u.Path != "/" {
 		out = append(out, u.RequestURI(), u.EscapedPath(), u.Path)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,7 +35,8 @@ type authServer struct {
 	mu       sync.Mutex
 	expiries map[string]time.Time
 	bodies   []string
-	refused  []string // Authorization values answered 401
+	refused  []string    // Authorization values answered 401
+	arrivals []time.Time // of every POST
 }
 
 func newAuthServer(t *testing.T, lifetime int) *authServer {
@@ -75,6 +77,7 @@ func (a *authServer) serveHook(w http.ResponseWriter, r *http.Request) {
 	tok, _ := strings.CutPrefix(auth, "Bearer ")
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.arrivals = append(a.arrivals, time.Now())
 	exp, known := a.expiries[tok]
 	if !known || time.Now().After(exp) || a.refuseFirst && tok == e2eTokenPrefix+"1" {
 		a.refused = append(a.refused, auth)
@@ -98,12 +101,13 @@ func (a *authServer) refusals() []string {
 }
 
 // registerOAuth2 registers an outbox registration for journal.<id>.> at a's
-// receiver, authorized by a's token endpoint.
-func registerOAuth2(t *testing.T, d *daemon, id string, a *authServer) {
+// receiver, authorized by a's token endpoint, with the members of more.
+func registerOAuth2(t *testing.T, d *daemon, id string, a *authServer, more map[string]any) {
 	t.Helper()
 	body := map[string]any{"id": id, "namespace": "outbox", "subject": "journal." + id + ".>", "url": a.hook.URL + "/hook",
 		"oauth2": map[string]any{"tokenUrl": a.token.URL + "/oauth/token?tenant=e2e", "clientId": e2eClientID,
 			"clientSecret": e2eClientSecret, "scopes": []string{"events:write"}}}
+	maps.Copy(body, more)
 	var got map[string]any
 	if code := d.api("POST", "/v1/registrations", body, &got); code != 201 {
 		t.Fatalf("create %s: %d %v", id, code, got)
@@ -142,7 +146,7 @@ func TestOAuth2TokensReusedAcrossDeliveries(t *testing.T) {
 	d := newDaemon(t)
 	d.start()
 	a := newAuthServer(t, 2)
-	registerOAuth2(t, d, "billing", a)
+	registerOAuth2(t, d, "billing", a, nil)
 	pub := newPublisher(t, "nats://"+d.natsAddr)
 
 	const n = 20
@@ -170,13 +174,16 @@ func TestOAuth2TokensReusedAcrossDeliveries(t *testing.T) {
 
 // TestOAuth2NewTokenAfter401 has the receiver refuse the first token: the
 // bridge fetches one new token and POSTs again with it, within the same
-// attempt, and the attempt log records the POST that was acknowledged.
+// attempt and within the rate limit, and the attempt log records the POST
+// that was acknowledged.
 func TestOAuth2NewTokenAfter401(t *testing.T) {
 	d := newDaemon(t)
 	d.start()
 	a := newAuthServer(t, 3600)
 	a.refuseFirst = true
-	registerOAuth2(t, d, "orders", a)
+	// The POST after the 401 counts against the rate limit like any:
+	// with one POST a second, it waits for its turn.
+	registerOAuth2(t, d, "orders", a, map[string]any{"rateLimit": map[string]any{"perSecond": 1, "burst": 1}})
 	pub := newPublisher(t, "nats://"+d.natsAddr)
 
 	pub.publish(t, "journal.orders.1", `{"n":1}`)
@@ -186,6 +193,12 @@ func TestOAuth2NewTokenAfter401(t *testing.T) {
 	}
 	if r := a.refusals(); len(r) != 1 {
 		t.Fatalf("the receiver refused %d POSTs, want 1", len(r))
+	}
+	a.mu.Lock()
+	gap := a.arrivals[1].Sub(a.arrivals[0])
+	a.mu.Unlock()
+	if gap < 900*time.Millisecond {
+		t.Fatalf("the POST after the 401 came %s after it; a limit of one a second wants it to wait", gap)
 	}
 	pub.publish(t, "journal.orders.1", `{"n":2}`)
 	waitFor(t, 10*time.Second, "the second delivery", func() bool { return len(a.delivered()) == 2 })
@@ -222,7 +235,7 @@ func TestOAuth2TokenEndpointDown(t *testing.T) {
 	d.start()
 	a := newAuthServer(t, 3600)
 	a.down.Store(true)
-	registerOAuth2(t, d, "ledger", a)
+	registerOAuth2(t, d, "ledger", a, nil)
 	pub := newPublisher(t, "nats://"+d.natsAddr)
 
 	pub.publish(t, "journal.ledger.1", `{"n":1}`)
