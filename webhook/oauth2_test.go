@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -459,5 +460,51 @@ func TestOAuth2SecretsRedactedFromAnswers(t *testing.T) {
 	out := newSender(t, WithResponseBody(1024)).Send(t.Context(), oauth2Request(srv.URL, grant(ts)))
 	if want := "got Bearer [redacted] for [redacted]"; out.Excerpt != want || string(out.Response) != want {
 		t.Fatalf("excerpt %q, response %q; want %q", out.Excerpt, out.Response, want)
+	}
+}
+
+// BenchmarkSendOAuth2 is BenchmarkSend1KiB with a cached OAuth 2.0 token:
+// what a grant adds to each POST once its token is fetched.
+func BenchmarkSendOAuth2(b *testing.B) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"bench-token","token_type":"Bearer","expires_in":3600}`)
+	}))
+	b.Cleanup(tokens.Close)
+	srv := benchServer(b)
+	s := NewSender()
+	b.Cleanup(s.Close)
+	msg := projection.Message{ID: "JOURNAL-1", Header: http.Header{"Content-Type": {"application/json"}}, Body: benchBody()}
+	req := Request{Namespace: projection.Outbox, URL: srv.URL + "/hook", Message: msg, Secrets: []string{testSecret(1, 32)}, At: time.Now(),
+		OAuth2: OAuth2{TokenURL: tokens.URL + "/token", ClientID: testClientID, ClientSecret: testClientSecret, Scopes: []string{"a", "b"}}}
+	b.SetBytes(int64(len(msg.Body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if o := s.Send(context.Background(), req); !o.OK() {
+			b.Fatal(o.Error())
+		}
+	}
+}
+
+// BenchmarkOAuth2CachedToken is the token lookup alone, as every POST of
+// a grant makes it once the token is fetched.
+func BenchmarkOAuth2CachedToken(b *testing.B) {
+	s := NewSender()
+	b.Cleanup(s.Close)
+	o := OAuth2{TokenURL: "https://auth.example/token", ClientID: testClientID, ClientSecret: testClientSecret, Scopes: []string{"a", "b"}}
+	src, err := s.tokens.source(projection.Outbox, &o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src.token = "bench-token"
+	b.ReportAllocs()
+	for b.Loop() {
+		src, err := s.tokens.source(projection.Outbox, &o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := src.get(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
