@@ -143,6 +143,7 @@
     err.hidden = !message;
     show('notice', false);
     showOnly('signin');
+    $('token').value = '';
     $('token').focus();
   }
 
@@ -225,7 +226,7 @@
   ];
 
   const attemptColumns = [
-    { name: 'at', cell: (a) => a.at },
+    { name: 'at', cell: (a) => a.at, cls: 'time' },
     { name: 'seq', cell: (a) => a.seq, cls: 'num' },
     { name: 'attempt', cell: (a) => a.attempt, cls: 'num' },
     { name: 'trigger', cell: (a) => a.trigger },
