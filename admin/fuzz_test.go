@@ -130,6 +130,11 @@ type contractRequest struct {
 	Authentication  *contractAuth   `json:"authentication"`
 	Start           json.RawMessage `json:"start"`
 	Batch           *contractBatch  `json:"batch"`
+
+	// CONTRACT.md §9.
+	Headers   map[string]string  `json:"headers"`
+	TLS       *contractTLS       `json:"tls"`
+	RateLimit *contractRateLimit `json:"rateLimit"`
 }
 
 type contractAuth struct {
@@ -226,6 +231,9 @@ func contractValid(body []byte, last uint64) error {
 		if a.Credentials == "" || strings.ContainsFunc(a.Credentials, control) {
 			return errors.New("authentication credentials")
 		}
+	}
+	if err := receiverOptionsValid(&r); err != nil {
+		return err
 	}
 	return startValid(r.Start, last)
 }
