@@ -33,6 +33,7 @@ const (
 type clientFlags struct {
 	adminURL   string
 	adminToken string
+	adminCA    string
 	dataDir    string
 	json       bool
 }
@@ -41,6 +42,7 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	c := &clientFlags{}
 	fs.StringVar(&c.adminURL, "admin-url", defaultAdminURL, "admin API base URL")
 	fs.StringVar(&c.adminToken, "admin-token", "", "admin API bearer token (default: <data-dir>/admin-token)")
+	fs.StringVar(&c.adminCA, "admin-ca", "", "PEM CA certificate file to trust for an https:// --admin-url, instead of the system's roots")
 	fs.StringVar(&c.dataDir, "data-dir", defaultDataDir, "the daemon's data directory, for its admin-token file")
 	fs.BoolVar(&c.json, "json", false, "print the API's JSON answer")
 	return c
@@ -66,7 +68,17 @@ func (c *clientFlags) client() (*adminClient, error) {
 		}
 		token = strings.TrimSpace(string(raw))
 	}
-	return &adminClient{base: base.String(), token: token, http: &http.Client{Timeout: adminTimeout}}, nil
+	trust, err := adminCA(c.adminCA)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: adminTimeout}
+	if trust != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = trust
+		hc.Transport = tr
+	}
+	return &adminClient{base: base.String(), token: token, http: hc}, nil
 }
 
 // adminClient calls the admin API.
@@ -114,12 +126,15 @@ func (c *adminClient) call(ctx context.Context, method, path string, body any, h
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL, which is named once below
 		}
-		return nil, fmt.Errorf("cannot reach the admin API at %s: %w", c.base, err)
+		return nil, fmt.Errorf("cannot reach the admin API at %s: %w%s", c.base, err, tlsHint(err))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
 		return nil, fmt.Errorf("reading the admin API's answer: %w", err)
+	}
+	if err := plainToTLS(c.base, res.StatusCode, data); err != nil {
+		return nil, err
 	}
 	if res.StatusCode >= 300 {
 		return nil, answerError(res.StatusCode, data)

@@ -32,6 +32,7 @@ type runConfig struct {
 	events         eventFlags
 	createStream   optionalBool
 	adminListen    string
+	adminTLS       adminTLS
 	adminToken     string
 	a2aAllowHosts  string
 	a2aAllowLoop   bool
@@ -133,6 +134,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runConfig) {
 	c.attempts.register(fs)
 	c.events.register(fs)
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:8480", "address of the admin API, /metrics, /healthz and /readyz")
+	c.adminTLS.register(fs)
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /v1/*; empty generates one into <data-dir>/admin-token")
 	fs.StringVar(&c.a2aAllowHosts, "a2a-allow-hosts", "", "comma-separated exact hosts A2A webhooks may use (empty = any public host)")
 	fs.BoolVar(&c.a2aAllowLoop, "a2a-allow-loopback", false, "let A2A webhooks use http:// on loopback addresses (tests, demos)")

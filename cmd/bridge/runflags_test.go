@@ -24,18 +24,26 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		{[]string{"--heap-floor", "-1MiB"}, `"-1MiB" is not a size in bytes`},
 		{[]string{"--heap-floor", "99999999999GiB"}, `"99999999999GiB" is not a size in bytes`},
 	} {
-		dir := t.TempDir()
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"--data-dir", dir}, tc.args...)
-		if code := cmdRun(context.Background(), args, &stdout, &stderr); code != 2 {
-			t.Errorf("bridge run %v: exit %d, want 2 (stderr %q)", tc.args, code, stderr.String())
-		}
-		if !strings.Contains(stderr.String(), tc.want) {
-			t.Errorf("bridge run %v: stderr %q, want it to say %q", tc.args, stderr.String(), tc.want)
-		}
-		if left, _ := os.ReadDir(dir); len(left) != 0 {
-			t.Errorf("bridge run %v left %d files in the data directory", tc.args, len(left))
-		}
+		wantRunRefused(t, 2, tc.want, tc.args...)
+	}
+}
+
+// wantRunRefused runs `bridge run args` on a fresh data directory and
+// wants it to exit with code, saying want, and to leave the directory
+// empty: nothing was started.
+func wantRunRefused(t *testing.T, code int, want string, args ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	full := append([]string{"--data-dir", dir, "--admin-listen", "127.0.0.1:0", "--embedded-listen", "127.0.0.1:0"}, args...)
+	if got := cmdRun(context.Background(), full, &stdout, &stderr); got != code {
+		t.Errorf("bridge run %v: exit %d, want %d (stderr %q)", args, got, code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("bridge run %v: stderr %q, want it to say %q", args, stderr.String(), want)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("bridge run %v left %d files in the data directory", args, len(left))
 	}
 }
 

@@ -35,6 +35,17 @@ import (
 // serve runs the daemon until ctx ends. Everything it opens it closes, in
 // the reverse order: workers, admin API, store, NATS, embedded server.
 func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
+	// What the environment and the flags name is loaded before anything
+	// starts, so a bad file or variable fails the start at once.
+	adminTLS, err := c.adminTLS.config(log)
+	if err != nil {
+		return err
+	}
+	tp, err := startTracing(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tp, log)
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
@@ -42,7 +53,6 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	// refused before this one starts a second server on it.
 	var db *cursor.DB
 	if c.store.store == "bolt" {
-		var err error
 		if db, err = cursor.Open(filepath.Join(c.dataDir, "bridge.db")); err != nil {
 			return err
 		}
@@ -127,7 +137,7 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	defer closeEvents(announcer)
 	registry.MustRegister(announcer.Collectors()...)
 
-	daemon, err := newDaemon(c, stores, reader, sender, metrics, log, []bridge.DaemonOption{eventOptions(c, announcer)}, recording(attempts)...)
+	daemon, err := newDaemon(c, stores, reader, sender, metrics, log, []bridge.DaemonOption{eventOptions(c, announcer)}, append(recording(attempts), tracing(tp)...)...)
 	if err != nil {
 		return err
 	}
@@ -151,9 +161,11 @@ func serve(ctx context.Context, c *runConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("admin API cannot listen on %s: %w", c.adminListen, err)
 	}
-	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = httpSrv.Serve(ln) }()
-	log.Info("bridge running", "admin", "http://"+ln.Addr().String(), "nats", redactURLs(url), "stream", c.stream, "embedded", embedded != nil)
+	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, TLSConfig: adminTLS,
+		// Refused handshakes and the like in the bridge's own log format.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { _ = serveAdmin(httpSrv, ln) }()
+	log.Info("bridge running", "admin", adminScheme(adminTLS)+"://"+ln.Addr().String(), "nats", redactURLs(url), "stream", c.stream, "embedded", embedded != nil)
 
 	if c.debugListen != "" {
 		stopDebug, err := serveDebug(c.debugListen, log)
