@@ -88,6 +88,13 @@ func newDaemon(t *testing.T, extra ...string) *daemon {
 
 func (d *daemon) start() {
 	d.t.Helper()
+	d.launch()
+	d.waitHealthy(http.DefaultClient, "http://"+d.admin)
+}
+
+// launch starts the process without waiting for it to answer.
+func (d *daemon) launch() {
+	d.t.Helper()
 	d.logs = &testutil.SyncBuffer{}
 	d.cmd = exec.Command(bin.bridge, d.args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
@@ -106,8 +113,13 @@ func (d *daemon) start() {
 			d.t.Logf("bridge logs:\n%s", d.logs.String())
 		}
 	})
+}
+
+// waitHealthy waits until the admin API at base answers /healthz to c.
+func (d *daemon) waitHealthy(c *http.Client, base string) {
+	d.t.Helper()
 	waitFor(d.t, 20*time.Second, "the admin API to answer /healthz", func() bool {
-		resp, err := http.Get("http://" + d.admin + "/healthz")
+		resp, err := c.Get(base + "/healthz")
 		if err != nil {
 			return false
 		}
