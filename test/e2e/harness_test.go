@@ -144,16 +144,23 @@ func (d *daemon) stop() int {
 func (d *daemon) cli(args ...string) (string, int) {
 	d.t.Helper()
 	full := append([]string{args[0], "--admin-url", "http://" + d.admin, "--data-dir", d.dataDir}, args[1:]...)
-	cmd := exec.Command(bin.bridge, full...)
+	return runBridge(d.t, []string{"BRIDGE_ADMIN_TOKEN="}, full...)
+}
+
+// runBridge runs the binary with args and env added to the test's
+// environment, and returns what it printed and its exit code.
+func runBridge(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin.bridge, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "BRIDGE_ADMIN_TOKEN=")
+	cmd.Env = append(os.Environ(), env...)
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		d.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out.String(), code
 }
