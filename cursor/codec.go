@@ -48,27 +48,43 @@ func encodeRow(r *row) ([]byte, error) {
 // kept in row.config to be written back as they are, and only ID and
 // Namespace of the Config are set.
 func decodeRow(path string, id, v []byte, full bool) (row, error) {
-	unreadable := func(err error) (row, error) {
-		return row{}, unreadableRow(path, string(id), err)
+	r, config, err := decodeState(path, id, v)
+	if err != nil {
+		return r, err
 	}
+	if !full {
+		r.config = append([]byte(nil), config...)
+		return r, nil
+	}
+	return r, decodeConfigInto(path, &r, config)
+}
+
+// decodeState reads the row stored under id up to its Config, whose bytes
+// (v's memory) it returns undecoded: a reader that filters on the state
+// decodes the Config's JSON only for the rows it keeps.
+func decodeState(path string, id, v []byte) (row, []byte, error) {
 	inc, state, config, err := splitRow(v)
 	if err != nil {
-		return unreadable(err)
+		return row{}, nil, unreadableRow(path, string(id), err)
 	}
 	r := row{inc: inc}
 	if err := readState(state, &r.Registration); err != nil {
-		return unreadable(err)
+		return row{}, nil, unreadableRow(path, string(id), err)
 	}
-	ns := r.Namespace
-	if full {
-		if err := json.Unmarshal(config, &r.Config); err != nil {
-			return unreadable(err)
-		}
-	} else {
-		r.config = append([]byte(nil), config...)
+	r.ID = string(id)
+	return r, config, nil
+}
+
+// decodeConfigInto decodes config into r's Config, keeping the id and the
+// namespace of the row.
+func decodeConfigInto(path string, r *row, config []byte) error {
+	id, ns := r.ID, r.Namespace
+	if err := json.Unmarshal(config, &r.Config); err != nil {
+		*r = row{}
+		return unreadableRow(path, id, err)
 	}
-	r.ID, r.Namespace = string(id), ns
-	return r, nil
+	r.ID, r.Namespace = id, ns
+	return nil
 }
 
 // splitRow cuts a stored row into its incarnation, its state record and

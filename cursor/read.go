@@ -67,19 +67,22 @@ func (db *DB) List(ctx context.Context, opt ListOptions) ([]Registration, string
 			k, v = c.Next()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			stored, err := decodeRow(db.path, k, v, true)
+			stored, config, err := decodeState(db.path, k, v)
 			if err != nil {
 				return err
 			}
-			r := db.overlay(tx, stored)
-			if (opt.Namespace != "" && r.Namespace != opt.Namespace) || (opt.State != "" && r.State != opt.State) {
+			stored.Registration = db.overlay(tx, stored)
+			if (opt.Namespace != "" && stored.Namespace != opt.Namespace) || (opt.State != "" && stored.State != opt.State) {
 				continue
 			}
 			if len(rows) == limit {
 				next = rows[len(rows)-1].ID
 				return nil
 			}
-			rows = append(rows, r)
+			if err := decodeConfigInto(db.path, &stored, config); err != nil {
+				return err
+			}
+			rows = append(rows, stored.Registration)
 		}
 		return nil
 	})
