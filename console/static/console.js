@@ -33,12 +33,13 @@
     notice: '',
   };
 
-  // APIError is a refused call: its HTTP status (0 when none came) and
-  // the API's error.message.
+  // APIError is a refused call: its HTTP status (0 when none came), the
+  // status's text and the API's error.message.
   class APIError extends Error {
-    constructor(status, message) {
+    constructor(status, message, statusText) {
       super(message);
       this.status = status;
+      this.statusText = statusText || '';
     }
   }
 
@@ -74,7 +75,7 @@
       if (res.status === 401) {
         signOut(message);
       }
-      throw new APIError(res.status, message);
+      throw new APIError(res.status, message, res.statusText);
     }
     return { status: res.status, statusText: res.statusText, data };
   }
@@ -433,7 +434,8 @@
     try {
       res = await api(method, path, body);
     } catch (e) {
-      answer.textContent = label + ': ' + (e.status || 'no answer') + ' — ' + e.message;
+      const status = e.status ? (e.status + ' ' + e.statusText).trim() : 'no answer';
+      answer.textContent = label + ': ' + status + ' — ' + e.message;
       answer.classList.add('error');
       return null;
     }

@@ -108,7 +108,7 @@ func TestConsole(t *testing.T) {
 
 	// An error answer shows its status and the API's message.
 	b.do(chromedp.SetValue(chromedp.CSS(`#resend-seq`), "99"))
-	b.confirmAndClick("Resend", "Resend: 404 — ")
+	b.confirmAndClick("Resend", "Resend: 404 Not Found — ")
 	b.until("the API's message", `document.querySelector('#answer').textContent.includes('99')`)
 
 	// Delete: dismissed, nothing happens; confirmed, the list without beta.
