@@ -39,7 +39,7 @@ const (
 func WithTracer(tp trace.TracerProvider) Option {
 	return func(w *Worker) error {
 		if tp != nil {
-			w.tracer = newTracing(tp)
+			w.tracer = newTracing(tp, w.proj)
 		}
 		return nil
 	}
@@ -52,13 +52,18 @@ type tracing struct {
 	tracer trace.Tracer
 	// child starts a span under the published trace, root one of its own.
 	child, root []trace.SpanStartOption
+	// retracer, when the projection's bodies carry a trace context, puts
+	// the span's in them.
+	retracer projection.Retracer
 }
 
-func newTracing(tp trace.TracerProvider) *tracing {
+func newTracing(tp trace.TracerProvider, p projection.Projection) *tracing {
 	kind := trace.WithSpanKind(trace.SpanKindClient)
+	r, _ := p.(projection.Retracer)
 	return &tracing{
-		tracer: tp.Tracer(TracerName),
-		child:  []trace.SpanStartOption{kind},
+		tracer:   tp.Tracer(TracerName),
+		retracer: r,
+		child:    []trace.SpanStartOption{kind},
 		// No published trace: the POST starts one, whatever span the
 		// caller's context (an admin request's, say) may hold.
 		root: []trace.SpanStartOption{kind, trace.WithNewRoot()},
@@ -84,6 +89,11 @@ func (t *tracing) send(ctx context.Context, s Sender, reg *cursor.Registration, 
 	ctx, span := t.tracer.Start(ctx, "POST", opts...)
 	sc := span.SpanContext()
 	req.TraceParent, req.TraceState = traceparent(sc), sc.TraceState().String()
+	if t.retracer != nil && req.TraceParent != "" {
+		if m, ok := t.retracer.Retrace(req.Message, req.TraceParent, req.TraceState); ok {
+			req.Message = m
+		}
+	}
 	out := s.Send(ctx, req)
 	endSpan(span, reg, seq, attempt, &req, &out)
 	return out

@@ -82,3 +82,15 @@ func printable(s string) bool {
 	}
 	return true
 }
+
+// Retracer is implemented by a projection whose bodies carry a trace
+// context too, as CloudEvents' structured mode does. Retrace returns msg
+// with traceparent, the context of the span tracing one POST of it, in
+// its body in place of the published context the projection put there,
+// or beside the body's attributes when the message was published without
+// one; ok is false when the body is to be sent as it is (it carries a
+// context of its own, or none can go in it). msg is shared: Retrace
+// copies the body it changes.
+type Retracer interface {
+	Retrace(msg Message, traceparent, tracestate string) (Message, bool)
+}

@@ -119,3 +119,63 @@ func decodeEvent(t *testing.T, body []byte) map[string]any {
 	}
 	return ev
 }
+
+const spanContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
+
+func TestRetraceGivesTheEventTheSpansContext(t *testing.T) {
+	p := cloudevents.New()
+	// The data holds a member of the same name and value, which is the
+	// application's and must stay as it is.
+	r := record(7, "journal.orders", map[string][]string{"traceparent": {traceparent}, "tracestate": {tracestate}, "Content-Type": {"application/json"}},
+		`{"traceparent":"`+traceparent+`","order":42}`)
+	m := projectOne(t, p, projection.Target{Format: "structured"}, r)
+	before := string(m.Body)
+	got, ok := p.Retrace(m, spanContext, tracestate)
+	if !ok {
+		t.Fatal("Retrace left the event's published context")
+	}
+	if string(m.Body) != before {
+		t.Errorf("Retrace changed the shared message's body to %s", m.Body)
+	}
+	want, ev := decodeEvent(t, m.Body), decodeEvent(t, got.Body)
+	want["traceparent"] = spanContext
+	if !jsonEqual(ev, want) {
+		t.Errorf("retraced event %v, want %v", ev, want)
+	}
+}
+
+func TestRetraceGivesAnUntracedEventTheSpansContext(t *testing.T) {
+	p := cloudevents.New()
+	m := projectOne(t, p, projection.Target{Format: "structured"}, record(7, "journal.x", nil, `{"n":1}`))
+	got, ok := p.Retrace(m, spanContext, "rojo=1")
+	if !ok {
+		t.Fatal("Retrace did not give the untraced event the span's context")
+	}
+	want, ev := decodeEvent(t, m.Body), decodeEvent(t, got.Body)
+	want["traceparent"], want["tracestate"] = spanContext, "rojo=1"
+	if !jsonEqual(ev, want) {
+		t.Errorf("retraced event %v, want %v", ev, want)
+	}
+}
+
+func TestRetraceLeavesWhatIsNotTheBridgesToChange(t *testing.T) {
+	p := cloudevents.New()
+	own := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	withOwn := traced(7, map[string][]string{"ce-specversion": {"1.0"}, "ce-id": {"e-1"}, "ce-source": {"/app"}, "ce-type": {"t"}, "ce-traceparent": {own}})
+	ownUntraced := record(8, "journal.x", map[string][]string{"ce-specversion": {"1.0"}, "ce-id": {"e-2"}, "ce-source": {"/app"}, "ce-type": {"t"}, "ce-traceparent": {own}}, "x")
+	structured := projectOne(t, p, projection.Target{Format: "structured"}, traced(9, nil))
+	batch, err := p.Batch([]projection.Message{structured})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string]projection.Message{
+		"an event with its own traceparent":          projectOne(t, p, projection.Target{Format: "structured"}, withOwn),
+		"an unpublished event with its own":          projectOne(t, p, projection.Target{Format: "structured"}, ownUntraced),
+		"a binary event, whose context is a header":  projectOne(t, p, projection.Target{Format: "binary"}, traced(10, nil)),
+		"a batch, whose events keep their own trace": batch,
+	} {
+		if got, ok := p.Retrace(m, spanContext, ""); ok || string(got.Body) != string(m.Body) {
+			t.Errorf("%s: Retrace changed the body to %s", name, got.Body)
+		}
+	}
+}

@@ -115,8 +115,8 @@ func TestTraceSpansAreExportedToTheOTLPEndpoint(t *testing.T) {
 			t.Errorf("%s: tracestate %q, want %q", name, h.Get("Tracestate"), tracestate)
 		}
 	}
-	if got := eventTrace(t, structured.requests()[0].body); got != traceparent {
-		t.Errorf("the event's traceparent attribute is %q, want the published %q: it names the event's start, not the hop", got, traceparent)
+	if got, want := eventTrace(t, structured.requests()[0].body), structured.requests()[0].header.Get("Traceparent"); got != want {
+		t.Errorf("the event's traceparent attribute is %q, want its POST's %q", got, want)
 	}
 	if code := d.stop(); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
