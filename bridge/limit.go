@@ -92,6 +92,17 @@ func (w *Worker) paced(reg *cursor.Registration) bool {
 	return true
 }
 
+// keepDue makes a paced registration that a message woke from idle due
+// in the store, its cursor unchanged: the timer that wakes it lives in
+// memory only, and a bridge stopped before it fires would otherwise leave
+// the message waiting for another one to wake the registration.
+func (w *Worker) keepDue(ctx context.Context, reg *cursor.Registration) error {
+	if !reg.NextAttemptAt.IsZero() {
+		return nil
+	}
+	return w.advance(ctx, reg.ID, cursor.Progress{NextSeq: reg.NextSeq})
+}
+
 // waitLimit waits for reg's rate limit before a POST. The wait is not the
 // POST's: its timeout starts after it, and a registration waiting is not
 // failing. A POST that waited is stamped when it leaves, so its

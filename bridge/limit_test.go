@@ -70,3 +70,41 @@ func TestRateLimitBurst(t *testing.T) {
 		t.Errorf("cursor %d, attempts %d; want 4 and 0 while the fourth waits", r.NextSeq, r.Attempts)
 	}
 }
+
+// A registration a message woke from idle and whose token is not there
+// yet is left due, not idle: a bridge stopped before its token came
+// delivers the message after the restart without a new message to wake
+// it.
+func TestRateLimitedRegistrationSurvivesAStopWhileItWaits(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, nil)
+	e.registerLimited("r", rc.URL, "journal.>", cursor.RateLimit{PerSecond: 0.1, Burst: 1})
+	e.publish("journal.a", "first")
+	ctx, cancel := context.WithCancel(context.Background())
+	w := e.worker(bridge.WithTick(time.Hour))
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	waitUntil(t, "the first message", delivered(rc, 1))
+	waitUntil(t, "the registration to go idle", func() bool { return e.get("r").NextAttemptAt.IsZero() })
+
+	e.publish("journal.a", "second")
+	w.Wake("r")
+	waitUntil(t, "the woken registration to stay due while it waits", func() bool { return !e.get("r").NextAttemptAt.IsZero() })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// What a clean stop does after the worker's end.
+	if err := e.db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rc.deliveries()); n != 1 {
+		t.Fatalf("%d POSTs before the stop, want 1: the second waits for its token", n)
+	}
+
+	runWorker(t, e.worker(bridge.WithTick(time.Hour)))
+	waitUntil(t, "the second message after the restart", delivered(rc, 2))
+	if got := rc.bodies(); !slices.Equal(got, []string{"first", "second"}) {
+		t.Errorf("bodies %q", got)
+	}
+}

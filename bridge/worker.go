@@ -228,7 +228,7 @@ type turn struct {
 func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time.Time, parked uint64) (progress, bool, error) {
 	t := &turn{reg: reg, at: at, next: reg.NextSeq, attempts: reg.Attempts, highWater: reg.HighWater(), started: time.Now()}
 	if w.paced(&t.reg) {
-		return t.p, false, nil
+		return t.p, false, w.keepDue(ctx, &t.reg)
 	}
 	page, err := w.journal.Read(ctx, reg.Subject, reg.NextSeq, DrainPage)
 	if errors.Is(err, journal.ErrStreamRecreated) {
