@@ -57,8 +57,7 @@ func TestConsoleScale(t *testing.T) {
 	b := newBrowser(t)
 	console := "http://" + d.admin + "/console/"
 	b.do(chromedp.Navigate(console))
-	b.until("the sign-in form", visible(`input[type=password]`))
-	b.do(chromedp.SendKeys(chromedp.CSS(`input[type=password]`), d.token()), chromedp.Click(button("Sign in")))
+	b.signIn(d.token())
 	firstPage := `document.querySelectorAll('#rest tbody tr').length === 100 && document.querySelectorAll('#parked tbody tr').length > 0`
 	b.until("the first page", firstPage)
 

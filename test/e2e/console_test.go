@@ -52,7 +52,7 @@ func TestConsole(t *testing.T) {
 	}
 
 	token := d.token()
-	b.do(chromedp.SendKeys(chromedp.CSS(`input[type=password]`), token), chromedp.Click(button("Sign in")))
+	b.signIn(token)
 	for _, id := range []string{"alpha", "beta", "gamma"} {
 		b.until(id+" in the list", fmt.Sprintf(`%s.includes('active')`, row("rest", id)))
 	}
@@ -131,6 +131,27 @@ func TestConsole(t *testing.T) {
 	if n := b.dialogCount(); n != 6 {
 		t.Errorf("%d confirmations, want 6 (Unpark, Rewind, Resend twice, Delete twice)", n)
 	}
+}
+
+// TestConsoleShowsOwners: with bridges sharing a kv store, the list
+// names the bridge delivering each registration, as the API does.
+func TestConsoleShowsOwners(t *testing.T) {
+	d := newDaemon(t, "--store", "kv", "--kv-replicas", "1")
+	d.start()
+	if code := d.api("POST", "/v1/registrations", map[string]any{"id": "k1", "namespace": "outbox",
+		"subject": "journal.k", "url": newSink(t).URL}, nil); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	var owner string
+	waitFor(t, 15*time.Second, "an owner for k1", func() bool {
+		owner, _ = d.registration("k1")["owner"].(string)
+		return owner != ""
+	})
+	b := newBrowser(t)
+	b.do(chromedp.Navigate("http://" + d.admin + "/console/"))
+	b.signIn(d.token())
+	b.until("k1 with its owner", fmt.Sprintf(`%s === %s && [...document.querySelectorAll('#rest th')].map((h) => h.textContent).includes('owner')`,
+		row("rest", "k1"), jsString("k1 | outbox | active | 0 | 0 | 0 |  | "+owner)))
 }
 
 // goneReceiver answers 410 Gone with markup in its body until accept is
@@ -225,6 +246,14 @@ func newBrowser(t *testing.T) *browser {
 		<-done
 	})
 	return b
+}
+
+// signIn types the token into the sign-in form and waits for the list.
+func (b *browser) signIn(token string) {
+	b.t.Helper()
+	b.until("the sign-in form", visible(`input[type=password]`))
+	b.do(chromedp.SendKeys(chromedp.CSS(`input[type=password]`), token), chromedp.Click(button("Sign in")))
+	b.until("the list", visible(`#list`))
 }
 
 // do runs steps, each bounded so a stuck browser fails the test instead
