@@ -197,21 +197,25 @@ func TestEveryAttemptIsASpanOfThePublishedTrace(t *testing.T) {
 func TestAnUntracedMessageStartsATraceWhenSpansAreExported(t *testing.T) {
 	e := newEnv(t)
 	h := newHook(t, answer(204))
-	e.register("r", h.URL, "journal.>")
-	e.publish("journal.x", "plain")
+	e.registerFormat("r", h.URL, "structured", nil)
+	e.publish("journal.x", `{"plain":true}`)
 	tp, sink := exporting(t)
-	e.sweep(e.worker(bridge.WithTracer(tp)), t0, 10)
+	e.sweep(e.workerFor(cloudevents.New(cloudevents.WithStream(stream)), bridge.WithTracer(tp)), t0, 10)
 	if err := tp.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sp := sink.WaitSpans(t, 1, 10*time.Second)[0]
-	hdr, _ := h.got(t, 0)
+	hdr, body := h.got(t, 0)
 	traceID, parent := parentOf(t, hdr.Get("Traceparent"))
 	if sp.ParentSpanID != "" || traceID != sp.TraceID || parent != sp.SpanID {
 		t.Errorf("span %+v, traceparent %q; want a root span whose context the receiver got", sp, hdr.Get("Traceparent"))
 	}
 	if hdr.Get("Tracestate") != "" {
 		t.Errorf("tracestate %q made up", hdr.Get("Tracestate"))
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(body), &ev); err != nil || ev["traceparent"] != hdr.Get("Traceparent") || ev["id"] != "JOURNAL-1" || ev["data_base64"] != "eyJwbGFpbiI6dHJ1ZX0=" {
+		t.Errorf("structured event %s (%v); want the POST's traceparent attribute beside the others", body, err)
 	}
 }
 
