@@ -24,6 +24,8 @@
     // gen numbers the current view; an answer for an older one is dropped.
     gen: 0,
     timer: 0,
+    // typing delays a list read until the id filter stops changing.
+    typing: 0,
     // afters holds the after token of every list page visited; the last
     // one is the page shown.
     afters: [''],
@@ -103,9 +105,12 @@
     show('signout', section !== 'signin');
   }
 
+  // stopPolling ends the current view's reads, and a read the id filter
+  // would have started: it would show the list over a page left since.
   function stopPolling() {
     ui.gen++;
     clearTimeout(ui.timer);
+    clearTimeout(ui.typing);
   }
 
   // poll runs refresh now and again POLL_MS after each answer, until the
@@ -305,7 +310,14 @@
 
   function showList() {
     showOnly('list');
-    poll(refreshList, (e) => status('list-status', e.message, true));
+    poll(refreshList, (e) => {
+      status('list-status', e.message, true);
+      if (e.status === 400) { // a filter the API refused: what is shown no longer matches it
+        for (const id of ['parked', 'rest']) {
+          $(id).tBodies[0].replaceChildren();
+        }
+      }
+    });
   }
 
   // refreshList shows the parked registrations first, then the page of
@@ -519,10 +531,9 @@
     $('filters').addEventListener('submit', (e) => e.preventDefault());
     $('filter-state').addEventListener('change', filtersChanged);
     $('filter-namespace').addEventListener('change', filtersChanged);
-    let typing = 0;
     $('filter-id').addEventListener('input', () => {
-      clearTimeout(typing);
-      typing = setTimeout(filtersChanged, 250);
+      clearTimeout(ui.typing);
+      ui.typing = setTimeout(filtersChanged, 250);
     });
     $('next').addEventListener('click', () => {
       if (ui.next) {

@@ -71,6 +71,19 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("create delta: %d", code)
 	}
 	b.until("delta in the list", fmt.Sprintf(`%s.includes('active')`, row("rest", "delta")))
+
+	// The filters: the beginning of the id, the state, the namespace.
+	rows := func(table string) string { return fmt.Sprintf(`document.querySelectorAll('#%s tbody tr').length`, table) }
+	b.do(chromedp.SendKeys(chromedp.CSS(`#filter-id`), "ga"))
+	b.until("gamma alone", fmt.Sprintf(`%s !== '' && %s === 1 && %s === 0`, row("rest", "gamma"), rows("rest"), rows("parked")))
+	b.choose(`#filter-id`, "", "input")
+	b.choose(`#filter-state`, "parked", "change")
+	b.until("beta alone", fmt.Sprintf(`%s !== '' && %s === 1 && `, row("rest", "beta"), rows("rest"))+hidden(`#parked-part`))
+	b.choose(`#filter-state`, "", "change")
+	b.choose(`#filter-namespace`, "a2a", "change")
+	b.until("no a2a registration", fmt.Sprintf(`%s === 0 && %s === 0 && `, rows("rest"), rows("parked"))+visible(`#rest-empty`))
+	b.choose(`#filter-namespace`, "", "change")
+	b.until("all four again", fmt.Sprintf(`%s === 3 && %s === 1`, rows("rest"), rows("parked")))
 	b.noMarkupRan()
 	b.shot("console-list.png")
 	b.phoneShot("console-phone.png")
@@ -254,6 +267,13 @@ func (b *browser) signIn(token string) {
 	b.until("the sign-in form", visible(`input[type=password]`))
 	b.do(chromedp.SendKeys(chromedp.CSS(`input[type=password]`), token), chromedp.Click(button("Sign in")))
 	b.until("the list", visible(`#list`))
+}
+
+// choose sets a form field's value as a user's choice would, firing event.
+func (b *browser) choose(css, value, event string) {
+	b.t.Helper()
+	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const e = document.querySelector(%s); e.value = %s;
+		e.dispatchEvent(new Event(%s, { bubbles: true })); })()`, jsString(css), jsString(value), jsString(event))))
 }
 
 // do runs steps, each bounded so a stuck browser fails the test instead
