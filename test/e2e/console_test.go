@@ -73,7 +73,9 @@ func TestConsole(t *testing.T) {
 	b.until("delta in the list", fmt.Sprintf(`%s.includes('active')`, row("rest", "delta")))
 
 	// The filters: the beginning of the id, the state, the namespace.
-	rows := func(table string) string { return fmt.Sprintf(`document.querySelectorAll('#%s tbody tr').length`, table) }
+	rows := func(table string) string {
+		return fmt.Sprintf(`document.querySelectorAll('#%s tbody tr').length`, table)
+	}
 	b.do(chromedp.SendKeys(chromedp.CSS(`#filter-id`), "ga"))
 	b.until("gamma alone", fmt.Sprintf(`%s !== '' && %s === 1 && %s === 0`, row("rest", "gamma"), rows("rest"), rows("parked")))
 	b.choose(`#filter-id`, "", "input")
