@@ -215,18 +215,18 @@ func (s *Store) replay(ctx context.Context, id string, idem *cursor.Idempotency)
 }
 
 // read gets id's row from the bucket itself, the freshest view a write
-// can start from, and refreshes the index with it; a row gone from the
-// bucket leaves the index. The caller holds id's key lock, so the row
-// cannot hold progress of a write still in flight (see learn): a write of
-// this store to id either settled or was refused.
+// can start from, and refreshes the index with it. The caller holds id's
+// key lock, so the row cannot hold progress of a write still in flight
+// (see learn): a write of this store to id either settled or was refused.
+//
+// A key the read does not find leaves the index alone: on a cluster the
+// watch can deliver a create before the stream leader answers reads of
+// it, and dropping the row then left a new registration out of this
+// bridge's due index and routes for good, never delivered. Only a delete
+// marker from the watch, or this store's own delete, removes a row.
 func (s *Store) read(ctx context.Context, id string) (row, error) {
 	e, err := s.regs.Get(ctx, encodeKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		s.idx.mu.Lock()
-		defer s.idx.mu.Unlock()
-		if r, ok := s.idx.rows[id]; ok {
-			s.idx.removeLocal(id, r.rev)
-		}
 		return row{}, notFound(id)
 	}
 	if err != nil {

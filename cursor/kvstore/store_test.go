@@ -502,3 +502,36 @@ func TestProgressNeverLandsOnADeletedOrRecreatedRow(t *testing.T) {
 		t.Fatalf("FencedWrites = %d, want 2", n)
 	}
 }
+
+// A read that finds no key does not overrule the watch: on a cluster the
+// watch can deliver a create before the stream leader answers reads of
+// it, and a row dropped then was never due or routed on this bridge again.
+// The row goes when the watch delivers the delete marker.
+func TestAReadThatFindsNothingLeavesTheWatchedRow(t *testing.T) {
+	ctx := context.Background()
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	create(t, b, reg("x", "outbox"))
+	eventually(t, "a's watch to deliver x", func() bool {
+		rows, _, err := a.List(ctx, cursor.ListOptions{})
+		return err == nil && len(rows) == 1
+	})
+	kv, err := connect(t, url).KeyValue(ctx, DefaultPrefix+"_regs")
+	must(t, err)
+	a.watching.Lock()
+	must(t, kv.Delete(ctx, encodeKey("x")))
+	_, err = a.Get(ctx, "x")
+	wantErrIs(t, err, cursor.ErrNotFound)
+	due, err := a.Due(ctx, time.Now(), 10, "outbox")
+	must(t, err)
+	var routed []string
+	must(t, a.Routes(ctx, reg("x", "outbox").Subject, func(id, _ string) { routed = append(routed, id) }))
+	a.watching.Unlock()
+	if len(due.Rows) != 1 || len(routed) != 1 {
+		t.Fatalf("after a Get that found nothing, before the watch's delete: due %d rows, routed %v; want x in both", len(due.Rows), routed)
+	}
+	eventually(t, "the watch's delete marker to drop x", func() bool {
+		rows, _, err := a.List(ctx, cursor.ListOptions{})
+		return err == nil && len(rows) == 0
+	})
+}
