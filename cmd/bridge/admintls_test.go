@@ -1,12 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,16 +17,6 @@ import (
 	"github.com/jetstream-bridge/bridge/netguard"
 )
 
-// writeFile writes text into dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // A bad --admin-tls-* stops `bridge run` with exit 1 and a sentence
 // naming the flag, before anything is started.
 func TestRunRefusesBadAdminTLS(t *testing.T) {
@@ -35,10 +24,10 @@ func TestRunRefusesBadAdminTLS(t *testing.T) {
 	files := t.TempDir()
 	pki := testutil.NewPKI(t, "admin CA")
 	leaf, other := pki.Server(t, "127.0.0.1"), pki.Server(t, "127.0.0.1")
-	cert := writeFile(t, files, "cert.pem", leaf.CertPEM)
-	key := writeFile(t, files, "key.pem", leaf.KeyPEM)
-	otherKey := writeFile(t, files, "other-key.pem", other.KeyPEM)
-	junk := writeFile(t, files, "junk.pem", "not a PEM file\n")
+	cert := testutil.WriteFile(t, files, "cert.pem", leaf.CertPEM)
+	key := testutil.WriteFile(t, files, "key.pem", leaf.KeyPEM)
+	otherKey := testutil.WriteFile(t, files, "other-key.pem", other.KeyPEM)
+	junk := testutil.WriteFile(t, files, "junk.pem", "not a PEM file\n")
 	missing := filepath.Join(files, "missing.pem")
 	for _, tc := range []struct {
 		args []string
@@ -61,10 +50,11 @@ func TestRunRefusesBadAdminTLS(t *testing.T) {
 // --admin-tls-key` does, and returns its https:// URL.
 func httpsAPI(t *testing.T, cert, key string) string {
 	t.Helper()
-	cfg, err := (&adminTLS{cert: cert, key: key}).config(slog.New(slog.DiscardHandler))
+	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	store, err := cursor.Open(filepath.Join(t.TempDir(), "bridge.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +70,7 @@ func httpsAPI(t *testing.T, cert, key string) string {
 		Token:   testToken,
 	})}
 	done := make(chan error, 1)
-	go func() { done <- serveAdmin(srv, ln) }()
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		<-done
@@ -94,69 +84,21 @@ func TestTheCLITrustsTheAdminCA(t *testing.T) {
 	files := t.TempDir()
 	pki := testutil.NewPKI(t, "admin CA")
 	leaf := pki.Server(t, "127.0.0.1")
-	url := httpsAPI(t, writeFile(t, files, "cert.pem", leaf.CertPEM), writeFile(t, files, "key.pem", leaf.KeyPEM))
-	ca := writeFile(t, files, "ca.pem", pki.CAPEM)
+	url := httpsAPI(t, testutil.WriteFile(t, files, "cert.pem", leaf.CertPEM), testutil.WriteFile(t, files, "key.pem", leaf.KeyPEM))
+	ca := testutil.WriteFile(t, files, "ca.pem", pki.CAPEM)
 	list := func(args ...string) cliResult {
 		return cli(t, "", append([]string{"list", "--admin-url", url, "--admin-token", testToken}, args...)...)
 	}
 
 	list("--admin-ca", ca).want(t, 0, "no registrations")
 	list().want(t, 1, "cannot reach the admin API at "+url, "certificate signed by unknown authority", "pass --admin-ca")
-	list("--admin-ca", writeFile(t, files, "other-ca.pem", testutil.NewPKI(t, "another CA").CAPEM)).
+	list("--admin-ca", testutil.WriteFile(t, files, "other-ca.pem", testutil.NewPKI(t, "another CA").CAPEM)).
 		want(t, 1, "certificate signed by unknown authority")
-	list("--admin-ca", writeFile(t, files, "junk.pem", "junk")).want(t, 1, "--admin-ca "+files+"/junk.pem holds no PEM certificate")
+	list("--admin-ca", testutil.WriteFile(t, files, "junk.pem", "junk")).want(t, 1, "--admin-ca "+files+"/junk.pem holds no PEM certificate")
 	list("--admin-ca", filepath.Join(files, "none.pem")).want(t, 1, "--admin-ca: open ")
 	cli(t, "", "list", "--admin-url", "http"+strings.TrimPrefix(url, "https"), "--admin-token", testToken).
 		want(t, 1, "serves HTTPS: use --admin-url "+url)
 
 	t.Setenv("BRIDGE_ADMIN_CA", ca)
 	list().want(t, 0, "no registrations")
-}
-
-// A certificate renewed in place is served from the next handshake that
-// looks at the files, without a restart; one that does not load leaves
-// the previous one in service.
-func TestTheAdminCertificateIsReloadedWhenItsFilesChange(t *testing.T) {
-	files := t.TempDir()
-	first, second := testutil.NewPKI(t, "first CA"), testutil.NewPKI(t, "second CA")
-	leaf := first.Server(t, "127.0.0.1")
-	cert, key := writeFile(t, files, "cert.pem", leaf.CertPEM), writeFile(t, files, "key.pem", leaf.KeyPEM)
-	kp := &keyPair{certFile: cert, keyFile: key, log: slog.New(slog.DiscardHandler)}
-	if err := kp.reload(time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	served := func() string {
-		t.Helper()
-		c, err := kp.get(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Leaf.Issuer.CommonName
-	}
-	if got := served(); got != "first CA" {
-		t.Fatalf("serving a certificate of %q", got)
-	}
-
-	renewed := second.Server(t, "127.0.0.1")
-	writeFile(t, files, "cert.pem", renewed.CertPEM)
-	writeFile(t, files, "key.pem", renewed.KeyPEM)
-	later := time.Now().Add(time.Minute)
-	for _, f := range []string{cert, key} {
-		if err := os.Chtimes(f, later, later); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := served(); got != "first CA" {
-		t.Errorf("the files were looked at again within %v: serving %q", recheckEvery, got)
-	}
-	kp.checked = time.Time{}
-	if got := served(); got != "second CA" {
-		t.Errorf("after the renewal, serving a certificate of %q", got)
-	}
-
-	writeFile(t, files, "key.pem", "half-written")
-	kp.checked = time.Time{}
-	if got := served(); got != "second CA" {
-		t.Errorf("a key that does not load replaced the certificate: serving %q", got)
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -144,7 +145,7 @@ func openKVStore(ctx context.Context, nc *nats.Conn, kv kvFlags, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, setupWait)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute) // as a bridge waits for a fresh cluster
 	defer cancel()
 	return kvstore.Open(ctx, js, kvstore.WithPrefix(kv.bucket), kvstore.WithReplicas(kv.replicas), kvstore.WithLogger(log))
 }

@@ -6,13 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/natsopt"
 )
 
 const (
@@ -42,28 +43,13 @@ func (n *natsClientFlags) register(fs *flag.FlagSet) {
 
 // options turns the flags into nats.go options.
 func (n *natsClientFlags) options() ([]nats.Option, error) {
-	var opts []nats.Option
-	if n.creds != "" {
-		opts = append(opts, nats.UserCredentials(n.creds))
-	}
-	if n.nkey != "" {
-		o, err := nats.NkeyOptionFromSeed(n.nkey)
-		if err != nil {
-			return nil, fmt.Errorf("--nats-nkey: %w", err)
-		}
-		opts = append(opts, o)
-	}
-	if n.user != "" || n.password != "" {
-		opts = append(opts, nats.UserInfo(n.user, n.password))
-	}
-	if n.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(n.tlsCA))
-	}
 	if (n.tlsCert == "") != (n.tlsKey == "") {
 		return nil, usagef("--nats-tls-cert and --nats-tls-key go together")
 	}
-	if n.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(n.tlsCert, n.tlsKey))
+	opts, err := natsopt.Security{Creds: n.creds, Nkey: n.nkey, User: n.user, Password: n.password,
+		TLSCA: n.tlsCA, TLSCert: n.tlsCert, TLSKey: n.tlsKey}.Options()
+	if err != nil {
+		return nil, fmt.Errorf("--nats-nkey: %w", err)
 	}
 	return opts, nil
 }
@@ -162,20 +148,7 @@ func publish(ctx context.Context, servers string, opts []nats.Option, msg *nats.
 	return ack, nil
 }
 
-// redactURLs drops the userinfo of every URL in a comma-separated server
-// list: nats://user:password@host and nats://token@host carry credentials.
-func redactURLs(servers string) string {
-	list := strings.Split(servers, ",")
-	for i, s := range list {
-		if u, err := url.Parse(strings.TrimSpace(s)); err == nil && u.User != nil {
-			u.User = nil
-			list[i] = u.String()
-		} else if err != nil && strings.Contains(s, "@") {
-			list[i] = "(unparsable server URL)"
-		}
-	}
-	return strings.Join(list, ",")
-}
+func redactURLs(servers string) string { return natsopt.RedactURLs(servers) }
 
 // envOr is the environment variable name, else def.
 func envOr(name, def string) string {

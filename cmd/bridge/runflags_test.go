@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jetstream-bridge/bridge/daemon"
 )
 
 // A bad setting stops `bridge run` before it touches the data directory,
@@ -47,20 +51,23 @@ func wantRunRefused(t *testing.T, code int, want string, args ...string) {
 	}
 }
 
-func TestByteSizeReadsWhatItWrites(t *testing.T) {
-	for in, want := range map[string]uint64{
-		"0": 0, "1000": 1000, "64MiB": 64 << 20, "512KiB": 512 << 10, "2GiB": 2 << 30, "1536KiB": 1536 << 10,
-	} {
-		var b byteSize
-		if err := b.Set(in); err != nil {
-			t.Fatalf("Set(%q): %v", in, err)
-		}
-		if uint64(b) != want {
-			t.Errorf("Set(%q) = %d bytes, want %d", in, uint64(b), want)
-		}
-		var again byteSize
-		if err := again.Set(b.String()); err != nil || again != b {
-			t.Errorf("%q printed as %q, which reads back as %d (%v)", in, b.String(), uint64(again), err)
+// Every daemon.Config field a flag sets has that flag in runFlagNames, so
+// no daemon error reaches an operator naming a Go field.
+func TestEveryConfigFieldHasItsFlag(t *testing.T) {
+	fs, _ := runFlags(io.Discard)
+	names := runFlagNames()
+	hostOnly := map[string]bool{"Registerer": true, "Conn": true, "TracerProvider": true, "Version": true}
+	for f := range reflect.TypeFor[daemon.Config]().Fields() {
+		name, ok := names[f.Name]
+		switch {
+		case hostOnly[f.Name]:
+			if ok {
+				t.Errorf("%s, which only a program can give, has flag --%s", f.Name, name)
+			}
+		case !ok:
+			t.Errorf("Config.%s has no flag in runFlagNames", f.Name)
+		case fs.Lookup(name) == nil:
+			t.Errorf("Config.%s maps to --%s, which bridge run does not have", f.Name, name)
 		}
 	}
 }

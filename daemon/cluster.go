@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -62,34 +62,34 @@ func boltSet(db *cursor.DB) *storeSet {
 // store: the lease first, since it refuses a taken --instance and too
 // many replicas with the numbers, then the store, asking its due index
 // only for the registrations this bridge holds.
-func joinCluster(ctx context.Context, c *runConfig, js jetstream.JetStream, log *slog.Logger) (*storeSet, error) {
+func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *slog.Logger) (*storeSet, error) {
 	ctx, cancel := context.WithTimeout(ctx, setupWait)
 	defer cancel()
 	m, err := lease.Join(ctx, js, lease.Config{
-		Instance: c.store.instance,
-		Bucket:   c.store.kv.bucket,
-		TTL:      c.store.leaseTTL,
-		Replicas: c.store.kv.replicas,
+		Instance: c.Instance,
+		Bucket:   c.KVBucket,
+		TTL:      c.LeaseTTL,
+		Replicas: c.KVReplicas,
 		Logger:   log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("joining the bridges of bucket %s as %q: %w", c.store.kv.bucket, c.store.instance, err)
+		return nil, fmt.Errorf("joining the bridges of bucket %s as %q: %w", c.KVBucket, c.Instance, err)
 	}
 	own := &shares{m: m, shards: lease.DefaultShards}
 	set := &storeSet{owner: own}
 	kv, err := kvstore.Open(ctx, js,
 		kvstore.WithOnDue(set.due.dueNow),
-		kvstore.WithPrefix(c.store.kv.bucket),
-		kvstore.WithReplicas(c.store.kv.replicas),
+		kvstore.WithPrefix(c.KVBucket),
+		kvstore.WithReplicas(c.KVReplicas),
 		kvstore.WithLogger(log),
 		kvstore.WithDueFilter(own.ownsID))
 	if err != nil {
 		closeMember(m, log)
 		return nil, err
 	}
-	info := &clusterInfo{m: m, kv: kv, own: own, self: c.store.instance, replicas: c.store.kv.replicas}
-	log.Info("joined the bridges of the kv store", "instance", c.store.instance, "bucket", c.store.kv.bucket,
-		"replicas", c.store.kv.replicas, "leaseTTL", c.store.leaseTTL)
+	info := &clusterInfo{m: m, kv: kv, own: own, self: c.Instance, replicas: c.KVReplicas}
+	log.Info("joined the bridges of the kv store", "instance", c.Instance, "bucket", c.KVBucket,
+		"replicas", c.KVReplicas, "leaseTTL", c.LeaseTTL)
 	set.store, set.meta, set.gauges, set.cluster = kv, kv, kv, info
 	set.ping = kv.Ping
 	set.metrics = clusterMetrics(m, kv)
@@ -177,9 +177,9 @@ func clusterMetrics(m *lease.Member, kv *kvstore.Store) []prometheus.Collector {
 
 // ensureJournal finds or creates the journal stream, waiting while a
 // fresh cluster settles (see untilSettled).
-func ensureJournal(ctx context.Context, c *runConfig, js jetstream.JetStream, create bool, log *slog.Logger) error {
-	return untilSettled(ctx, log, "the journal stream "+c.stream, func(ctx context.Context) error {
-		_, err := journal.EnsureStream(ctx, js, c.stream, splitList(c.streamSubjects), create, journalReplicas(c))
+func ensureJournal(ctx context.Context, c *Config, js jetstream.JetStream, create bool, log *slog.Logger) error {
+	return untilSettled(ctx, log, "the journal stream "+c.Stream, func(ctx context.Context) error {
+		_, err := journal.EnsureStream(ctx, js, c.Stream, c.StreamSubjects, create, journalReplicas(c))
 		return err
 	})
 }

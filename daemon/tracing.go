@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetstream-bridge/bridge/bridge"
 )
@@ -42,7 +43,7 @@ const (
 // batch span processor, so a POST hands its span over and never waits for
 // the collector. Without an endpoint it returns nil and starts nothing:
 // the delivery path then makes no span at all.
-func startTracing(ctx context.Context, getenv func(string) string, log *slog.Logger) (*sdktrace.TracerProvider, error) {
+func startTracing(ctx context.Context, getenv func(string) string, version string, log *slog.Logger) (*sdktrace.TracerProvider, error) {
 	endpoint, err := otlpEndpoint(getenv)
 	if err != nil || endpoint == "" {
 		return nil, err
@@ -108,11 +109,24 @@ func firstSet(getenv func(string) string, names ...string) string {
 }
 
 // tracing is the worker option of tp; none without a provider.
-func tracing(tp *sdktrace.TracerProvider) []bridge.Option {
+func tracing(tp trace.TracerProvider) []bridge.Option {
 	if tp == nil {
-		return nil // a nil *TracerProvider in the interface would not be nil
+		return nil
 	}
 	return []bridge.Option{bridge.WithTracer(tp)}
+}
+
+// tracerProvider is Config.TracerProvider, else the one the OTEL_*
+// variables ask for (nil when they ask for none), with what stops it.
+func tracerProvider(ctx context.Context, c *Config, getenv func(string) string) (trace.TracerProvider, func(), error) {
+	if c.TracerProvider != nil {
+		return c.TracerProvider, func() {}, nil
+	}
+	tp, err := startTracing(ctx, getenv, c.Version, c.Logger)
+	if err != nil || tp == nil {
+		return nil, func() {}, err // a nil *TracerProvider in the interface would not be nil
+	}
+	return tp, func() { stopTracing(tp, c.Logger) }, nil
 }
 
 // stopTracing exports the spans still queued and stops the provider.
