@@ -185,7 +185,9 @@ func startEmbedded(c *Config, log *slog.Logger) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
 	}
-	go ns.Start()
+	// Start returns once the client listener is up, so the readiness
+	// check answers at its first look instead of after its 25 ms poll.
+	ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
