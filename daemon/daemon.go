@@ -73,7 +73,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return serve(ctx, d)
 }
 
-// Ready is closed once the admin API listens and delivery has started;
+// Ready is closed once the admin API listens, as delivery starts;
 // from then on AdminAddr, AdminURL, AdminToken and NATSURL answer. A Run
 // that fails to start never closes it: wait on Run's return as well.
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
