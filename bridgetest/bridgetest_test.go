@@ -108,3 +108,50 @@ func TestAGoneReceiverParksItsRegistration(t *testing.T) {
 		t.Errorf("%d POSTs, %d accepted; want the one refused", n, len(gone.Accepted()))
 	}
 }
+
+// WithCluster the bridge keeps its registrations in the replicated kv
+// store of a three-node cluster and delivers as it does alone; the admin
+// API names the bridge holding each registration.
+func TestWithClusterTheKVStoreDelivers(t *testing.T) {
+	env := bridgetest.New(t, bridgetest.WithCluster())
+	rcv := env.Receiver()
+	reg := env.Register(rcv.Outbox("journal.>"))
+	if reg.Owner == nil || *reg.Owner != "bridgetest" {
+		t.Errorf("registration owner %v, want the bridge of the Env", reg.Owner)
+	}
+	seqs := []uint64{env.Publish("journal.a", []byte("1")), env.Publish("journal.b", []byte("2"))}
+	got := rcv.WaitFor(2)
+	bridgetest.AssertInOrder(t, got)
+	bridgetest.AssertAtLeastOnce(t, got, seqs...)
+	bridgetest.AssertSigned(t, got)
+}
+
+// A node of the cluster that goes away and comes back costs no delivery:
+// the bridge follows the cluster through it.
+func TestWithClusterANodeLostAndBackLosesNothing(t *testing.T) {
+	env := bridgetest.New(t, bridgetest.WithCluster())
+	rcv := env.Receiver()
+	env.Register(rcv.Outbox("journal.>"))
+	seqs := []uint64{env.Publish("journal.a", []byte("1"))}
+	rcv.WaitFor(1)
+
+	// A node other than the journal's leader, so publishing goes on.
+	info, err := env.JetStream().Stream(t.Context(), "JOURNAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leader int
+	if _, err := fmt.Sscanf(info.CachedInfo().Cluster.Leader, "S-%d", &leader); err != nil {
+		t.Fatalf("journal leader %q: %v", info.CachedInfo().Cluster.Leader, err)
+	}
+	node := leader % 3 // the leader's index is leader-1: this is another node
+	env.StopNode(node)
+	seqs = append(seqs, env.Publish("journal.b", []byte("2")))
+	rcv.WaitFor(2)
+	env.RestartNode(node)
+	seqs = append(seqs, env.Publish("journal.c", []byte("3")))
+
+	got := rcv.WaitFor(3)
+	bridgetest.AssertInOrder(t, got)
+	bridgetest.AssertAtLeastOnce(t, got, seqs...)
+}

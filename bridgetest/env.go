@@ -27,7 +27,8 @@
 // the NATS server on ports the kernel picks, A2A receivers allowed on
 // loopback http://, no heap floor (the process's collector is the test
 // binary's), logs kept and shown only when the test fails. WithConfig
-// changes any of it.
+// changes any of it; WithCluster runs it on the kv store of a three-node
+// cluster instead of a bbolt file beside one server.
 //
 // A wait in this package is bounded (WithWait, 30 s by default) so that a
 // delivery that never comes fails the test with a message saying what
@@ -53,6 +54,7 @@ import (
 
 	"github.com/jetstream-bridge/bridge/admin"
 	"github.com/jetstream-bridge/bridge/daemon"
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // DefaultWait bounds every wait of an Env unless WithWait says otherwise.
@@ -64,15 +66,16 @@ const stopWait = 30 * time.Second
 
 // Env is one bridge and its NATS server, for one test.
 type Env struct {
-	tb     testing.TB
-	wait   time.Duration
-	server *server.Server
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	d      *daemon.Daemon
-	stream string
-	admin  *Client
-	logs   *logBuffer
+	tb      testing.TB
+	wait    time.Duration
+	server  *server.Server        // nil WithCluster
+	cluster *testutil.NATSCluster // nil without WithCluster
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	d       *daemon.Daemon
+	stream  string
+	admin   *Client
+	logs    *logBuffer
 
 	closeOnce sync.Once
 	stops     []func() // run last first by close
@@ -85,6 +88,7 @@ type settings struct {
 	wait      time.Duration
 	configure []func(*daemon.Config)
 	mark      func(phase string) // the benchmark's clock; nil elsewhere
+	cluster   bool
 }
 
 // WithConfig lets f change the bridge's configuration before it starts,
@@ -92,6 +96,15 @@ type settings struct {
 // NATS connection (Config.Conn) is the Env's server's: leave it.
 func WithConfig(f func(*daemon.Config)) Option {
 	return func(s *settings) { s.configure = append(s.configure, f) }
+}
+
+// WithCluster runs the bridge on a three-node JetStream cluster of
+// in-process nats-servers joined by routes on loopback, with the kv store
+// (Config.Store "kv") on buckets of three replicas, as several bridges
+// share it in production; StopNode and RestartNode take a node away and
+// bring it back. A cluster takes a few seconds to elect its leaders.
+func WithCluster() Option {
+	return func(s *settings) { s.cluster = true }
 }
 
 // WithWait bounds the Env's waits (receivers' WaitFor, the start and the
@@ -112,10 +125,19 @@ func New(tb testing.TB, opts ...Option) *Env {
 	// The directories first: tb removes them after close, which runs
 	// cleanups registered after them first.
 	storeDir, dataDir := tb.TempDir(), tb.TempDir()
+	if s.cluster {
+		e.cluster = testutil.Cluster(tb, 3) // stopped by tb after close
+		s.configure = append([]func(*daemon.Config){func(c *daemon.Config) {
+			c.Store, c.KVReplicas, c.Instance = "kv", 3, "bridgetest"
+		}}, s.configure...)
+	}
 	tb.Cleanup(e.close)
-	e.server = startServer(tb, storeDir)
-	e.onClose(e.stopServer)
+	if e.cluster == nil {
+		e.server = startServer(tb, storeDir)
+		e.onClose(e.stopServer)
+	}
 	e.nc = e.connect("bridgetest")
+	e.onClose(e.nc.Close)
 	js, err := jetstream.New(e.nc)
 	if err != nil {
 		tb.Fatalf("bridgetest: JetStream: %v", err)
@@ -166,20 +188,23 @@ func startServer(tb testing.TB, storeDir string) *server.Server {
 }
 
 func (e *Env) stopServer() {
-	if e.nc != nil {
-		e.nc.Close()
-	}
 	e.server.Shutdown()
 	e.server.WaitForShutdown()
 }
 
-// connect opens a connection to the Env's server, closed when the test
-// ends.
+// connect opens a connection to the Env's server, in process, or to the
+// cluster's nodes, following the cluster through the loss of one.
 func (e *Env) connect(name string) *nats.Conn {
 	e.tb.Helper()
-	nc, err := nats.Connect(e.server.ClientURL(), nats.Name(name), nats.InProcessServer(e.server))
+	opts := []nats.Option{nats.Name(name)}
+	if e.server != nil {
+		opts = append(opts, nats.InProcessServer(e.server))
+	} else {
+		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	}
+	nc, err := nats.Connect(e.NATSURL(), opts...)
 	if err != nil {
-		e.tb.Fatalf("bridgetest: connecting to %s: %v", e.server.ClientURL(), err)
+		e.tb.Fatalf("bridgetest: connecting to %s: %v", e.NATSURL(), err)
 	}
 	return nc
 }
@@ -241,8 +266,38 @@ func (e *Env) startDaemon(dataDir string, configure []func(*daemon.Config)) {
 }
 
 // NATSURL is the client URL of the Env's nats-server, for publishers and
-// subscribers of the code under test.
-func (e *Env) NATSURL() string { return e.server.ClientURL() }
+// subscribers of the code under test; WithCluster, the URLs of every
+// node, comma-separated, as nats.Connect takes them.
+func (e *Env) NATSURL() string {
+	if e.cluster != nil {
+		return e.cluster.ClientURLs()
+	}
+	return e.server.ClientURL()
+}
+
+// StopNode shuts node i (0, 1 or 2) of a WithCluster Env down, keeping
+// its store: the cluster keeps its quorum and the bridge keeps
+// delivering.
+func (e *Env) StopNode(i int) {
+	e.tb.Helper()
+	e.mustCluster("StopNode")
+	e.cluster.Stop(i)
+}
+
+// RestartNode brings node i back on its store and waits until the
+// cluster is whole again.
+func (e *Env) RestartNode(i int) {
+	e.tb.Helper()
+	e.mustCluster("RestartNode")
+	e.cluster.Restart(i)
+}
+
+func (e *Env) mustCluster(what string) {
+	e.tb.Helper()
+	if e.cluster == nil {
+		e.tb.Fatalf("bridgetest: %s needs an Env made WithCluster", what)
+	}
+}
 
 // Conn is a connection to the Env's nats-server, closed when the test
 // ends.

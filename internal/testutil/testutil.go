@@ -1,5 +1,5 @@
 // Package testutil holds what several packages' tests need alike. Only
-// tests import it.
+// tests, and bridgetest for the tests of others, import it.
 package testutil
 
 import (
