@@ -1,11 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
-	"fmt"
-	"regexp"
 
 	"github.com/jetstream-bridge/bridge/cursor/kvstore"
+	"github.com/jetstream-bridge/bridge/daemon"
 )
 
 // kvFlags name the key-value buckets of the kv store; `bridge run` and
@@ -20,14 +20,13 @@ func (k *kvFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&k.replicas, "kv-replicas", kvstore.DefaultReplicas, "replicas of the key-value buckets of --store kv")
 }
 
-var bucketName = regexp.MustCompile(`^[-_a-zA-Z0-9]+$`)
-
+// validate checks the flags as the daemon checks them, so migrate
+// refuses exactly the buckets `bridge run --store kv` would.
 func (k *kvFlags) validate() error {
-	if !bucketName.MatchString(k.bucket) {
-		return fmt.Errorf("--kv-bucket %q: only letters, digits, '-' and '_' are allowed", k.bucket)
-	}
-	if k.replicas < 1 || k.replicas > 5 {
-		return fmt.Errorf("--kv-replicas must be between 1 and 5, got %d", k.replicas)
+	c := daemon.DefaultConfig()
+	c.Store, c.KVBucket, c.KVReplicas = "kv", k.bucket, k.replicas
+	if err := c.Validate(); err != nil {
+		return errors.New(flagMessage(err))
 	}
 	return nil
 }
