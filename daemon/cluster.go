@@ -59,7 +59,7 @@ func boltSet(db *cursor.DB) *storeSet {
 }
 
 // joinCluster takes this bridge's place among the bridges of the kv
-// store: the lease first, since it refuses a taken --instance and too
+// store: the lease first, since it refuses a taken Instance and too
 // many replicas with the numbers, then the store, asking its due index
 // only for the registrations this bridge holds.
 func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *slog.Logger) (*storeSet, error) {

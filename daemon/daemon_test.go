@@ -13,7 +13,7 @@ import (
 
 // A host's registry gets the bridge's metrics while it runs and loses
 // them when it stops; a second bridge in the same registry is refused by
-// name instead of panicking.
+// name instead of panicking, and leaves the host's connection open.
 func TestTheHostRegistryHoldsTheBridgesMetricsWhileItRuns(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	t.Run("running", func(t *testing.T) {
@@ -28,6 +28,9 @@ func TestTheHostRegistryHoldsTheBridgesMetricsWhileItRuns(t *testing.T) {
 		var ce *daemon.ConfigError
 		if !errors.As(err, &ce) || ce.Field != "Registerer" {
 			t.Errorf("a second bridge in the registry: %v, want a ConfigError of Registerer", err)
+		}
+		if !env.Conn().IsConnected() {
+			t.Error("the bridge closed the connection it was given")
 		}
 	})
 	if gathered(t, reg, "bridge_registrations") {
