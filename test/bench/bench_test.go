@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,5 +223,156 @@ func TestSameRunRatesTheDefaultStreamAgainstAllowDirect(t *testing.T) {
 		comparisons[1])
 	if d := results[1].rows; len(d) != 3 || d[1].met != "n/a" || d[1].ratio != "-" {
 		t.Fatalf("S2d rows beside a failed S2 = %+v, want a ratio row of n/a", d)
+	}
+}
+
+func TestPairResultIsTheMedianRound(t *testing.T) {
+	round := func(a, b float64) pairRound {
+		return pairRound{d: [2]drained{{rate: a}, {rate: b}}, moved: [2][]int64{{0, 5}, {2, 7}}}
+	}
+	p := pairing{name: "S1h", label: "3 headers + oauth2 ÷ plain", target: 0.95, a: side{label: "plain"}, b: side{label: "options"}}
+	rounds := []pairRound{round(1000, 990), round(1000, 900), round(800, 760)}
+	r := pairResult(p, rounds, 100, "counted")
+	if len(r.rows) != 1 {
+		t.Fatalf("rows = %+v, want one", r.rows)
+	}
+	x := r.rows[0]
+	if x.what != "S1h 3 headers + oauth2 ÷ plain, same run" || x.ratio != "0.95" || x.met != "yes" || x.bridge != "760" || x.baseline != "800" || x.target != "≥ 0.95" {
+		t.Fatalf("row = %+v, want the median round's 760 against 800, 0.95, met", x)
+	}
+	for _, want := range []string{"median of 3 rounds: 0.99 (990 against 1000 msg/s), 0.90 (900 against 1000 msg/s), 0.95", "counted"} {
+		if !strings.Contains(r.line, want) {
+			t.Errorf("line %q lacks %q", r.line, want)
+		}
+	}
+	if got := moved(rounds, 1, 1); got != 21 {
+		t.Errorf("moved(b, 1) = %d, want 21", got)
+	}
+	if r := pairResult(p, rounds[1:2], 100, ""); r.rows[0].met != "no" {
+		t.Errorf("one round of 0.90 against a target of 0.95: met = %q", r.rows[0].met)
+	}
+}
+
+func TestParseOnlyTakesTheReceiverOptionScenarios(t *testing.T) {
+	set, err := parseOnly("s1h,S1t,s1s")
+	if err != nil || !set["S1h"] || !set["S1m"] || !set["S1s"] || len(set) != 3 {
+		t.Fatalf("parseOnly = %v, %v; want S1h, S1m (for S1t) and S1s", set, err)
+	}
+}
+
+func TestCleanEnvDropsTheBridgesAndOpenTelemetrysVariables(t *testing.T) {
+	got := withoutBridgeVars([]string{"PATH=/bin", "OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318", "OTEL_SDK_DISABLED=false",
+		"BRIDGE_NATS_URL=nats://x", "NATS_URL=nats://y", "BRIDGE_ATTEMPT_LOG=false", "HOME=/root"})
+	want := []string{"PATH=/bin", "BRIDGE_ATTEMPT_LOG=false", "HOME=/root"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("environment = %q, want %q", got, want)
+	}
+}
+
+// TestTokenServerGrantsBasicAuthOnly holds S1h's token endpoint to the
+// grant it claims to make, over loopback.
+func TestTokenServerGrantsBasicAuthOnly(t *testing.T) {
+	ts := &tokenServer{id: "c", secret: "s", token: "tok"}
+	l, err := listen(ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	post := func(form url.Values, basic bool) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, l.url+"/token", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if basic {
+			req.SetBasicAuth("c", "s")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post(url.Values{"grant_type": {"client_credentials"}}, true)
+	if code != http.StatusOK || body != `{"access_token":"tok","token_type":"Bearer","expires_in":3600}` {
+		t.Fatalf("Basic-authenticated grant: %d %s", code, body)
+	}
+	if code, _ := post(url.Values{"grant_type": {"client_credentials"}, "client_id": {"c"}, "client_secret": {"s"}}, false); code != http.StatusUnauthorized {
+		t.Fatalf("credentials in the form: %d, want 401", code)
+	}
+	if code, _ := post(url.Values{"grant_type": {"password"}}, true); code != http.StatusBadRequest {
+		t.Fatalf("another grant: %d, want 400", code)
+	}
+	if ts.granted.Load() != 1 || ts.refused.Load() != 2 {
+		t.Fatalf("granted %d refused %d, want 1 and 2", ts.granted.Load(), ts.refused.Load())
+	}
+}
+
+// TestTLSListenerDemandsTheClientCertificate drives S1m's receiver as the
+// bridge does, HTTP/2 attempted: it answers over HTTP/1.1 to a client
+// presenting a certificate of the run's CA, counts it, and refuses one
+// presenting none.
+func TestTLSListenerDemandsTheClientCertificate(t *testing.T) {
+	ca, err := newPKI("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ca.server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := ca.client("bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := &checked{next: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
+		carries: func(r *http.Request) bool { return r.TLS != nil && len(r.TLS.PeerCertificates) == 1 }}
+	l, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srv.pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	post := func(certs []tls.Certificate) (*http.Response, error) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, Certificates: certs}, ForceAttemptHTTP2: true}
+		defer tr.CloseIdleConnections()
+		return (&http.Client{Transport: tr}).Post(l.url+"/r/0", "application/octet-stream", strings.NewReader("x"))
+	}
+	resp, err := post([]tls.Certificate{cl.pair})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.ProtoMajor != 1 {
+		t.Fatalf("with a client certificate: %d over %s, want 204 over HTTP/1.1", resp.StatusCode, resp.Proto)
+	}
+	if resp, err := post(nil); err == nil {
+		resp.Body.Close()
+		t.Fatalf("without a client certificate: %d, want a refused handshake", resp.StatusCode)
+	}
+	if check.all.Load() != 1 || check.ok.Load() != 1 || l.conns.Load() != 2 {
+		t.Fatalf("POSTs %d, with the certificate %d, connections %d; want 1, 1, 2", check.all.Load(), check.ok.Load(), l.conns.Load())
+	}
+}
+
+func TestCollectorCountsTraceExports(t *testing.T) {
+	c := &collector{}
+	l, err := listen(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	for _, path := range []string{"/v1/traces", "/v1/traces", "/v1/metrics"} {
+		resp, err := http.Post(l.url+path, "application/x-protobuf", bytes.NewReader(make([]byte, 100)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if path == "/v1/traces" && (resp.StatusCode != http.StatusOK || len(b) != 0) {
+			t.Fatalf("export answered %d with %d bytes, want 200 and none", resp.StatusCode, len(b))
+		}
+	}
+	if c.requests.Load() != 2 || c.bytes.Load() != 200 || c.refused.Load() != 1 {
+		t.Fatalf("requests %d bytes %d refused %d, want 2, 200, 1", c.requests.Load(), c.bytes.Load(), c.refused.Load())
 	}
 }

@@ -241,6 +241,17 @@ func (e *env) startFresh(ctx context.Context, s stream, name string, extra ...st
 	return e.startBridgeWithin(ctx, s, dir, 30*time.Second, extra...)
 }
 
+// startFreshEnv is startFresh with environ added to the bridge's
+// environment, for the variables it reads that no flag sets
+// (OTEL_EXPORTER_OTLP_ENDPOINT).
+func (e *env) startFreshEnv(ctx context.Context, s stream, name string, environ []string, extra ...string) (*bridgeProc, error) {
+	dir, err := e.newBridgeDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.startBridgeEnv(ctx, s, dir, 30*time.Second, append(cleanEnv(), environ...), extra...)
+}
+
 // startBridge starts a bridge on s and dataDir and returns once its
 // /readyz answers 200, or fails after 30 s.
 func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridgeProc, error) {
@@ -251,6 +262,12 @@ func (e *env) startBridge(ctx context.Context, s stream, dataDir string) (*bridg
 // enough that opening it may take longer; extra are flags of `bridge run`
 // added to the bench's own.
 func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, limit time.Duration, extra ...string) (*bridgeProc, error) {
+	return e.startBridgeEnv(ctx, s, dataDir, limit, cleanEnv(), extra...)
+}
+
+// startBridgeEnv is startBridgeWithin with environ as the bridge's whole
+// environment.
+func (e *env) startBridgeEnv(ctx context.Context, s stream, dataDir string, limit time.Duration, environ []string, extra ...string) (*bridgeProc, error) {
 	admin, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -274,7 +291,7 @@ func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, l
 		"--log-format", "json",
 	}, extra...)...)
 	b.cmd.Stdout, b.cmd.Stderr = logFile, logFile
-	b.cmd.Env = cleanEnv()
+	b.cmd.Env = environ
 	b.cmd.SysProcAttr = childAttrs()
 	b.started = time.Now()
 	if err := b.cmd.Start(); err != nil {
@@ -312,15 +329,21 @@ func (e *env) startBridgeWithin(ctx context.Context, s stream, dataDir string, l
 // cleanEnv is this process's environment without the variables the bridge
 // reads, so an operator's shell cannot change what is measured; only
 // BRIDGE_DEBUG_LISTEN passes, to profile the bridge during a run, and
-// BRIDGE_ATTEMPT_LOG, to measure what the attempt log costs.
+// BRIDGE_ATTEMPT_LOG, to measure what the attempt log costs. Every OTEL_*
+// variable goes too: one left over from a shell would export spans from
+// every bridge, and S1s's run without them would not be without them.
 func cleanEnv() []string {
+	return withoutBridgeVars(os.Environ())
+}
+
+func withoutBridgeVars(environ []string) []string {
 	var out []string
-	for _, kv := range os.Environ() {
+	for _, kv := range environ {
 		if strings.HasPrefix(kv, "BRIDGE_DEBUG_LISTEN=") || strings.HasPrefix(kv, "BRIDGE_ATTEMPT_LOG=") {
 			out = append(out, kv)
 			continue
 		}
-		if strings.HasPrefix(kv, "BRIDGE_") || strings.HasPrefix(kv, "NATS_URL=") {
+		if strings.HasPrefix(kv, "BRIDGE_") || strings.HasPrefix(kv, "NATS_URL=") || strings.HasPrefix(kv, "OTEL_") {
 			continue
 		}
 		out = append(out, kv)

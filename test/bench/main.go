@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S2,S2d,S2o,S3,S4,MEM,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S1h,S1m,S1s,S2,S2d,S2o,S3,S4,MEM,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -39,6 +39,17 @@
 //	     allow_direct; the others run on the allow_direct stream the
 //	     bridge would create), with baselines of its own; and its rate
 //	     against S1's, when both run.
+//	S1h, S1m, S1s  receiver options and span export, each S1 against S1
+//	     without it, alternated on one backlog (a, b, a, b…: three rounds
+//	     of each, -quick one), the ratio b ÷ a of the median round
+//	     reported with every round's: S1h three headers and an OAuth 2.0
+//	     grant from a token endpoint in this process, against a plain
+//	     registration; S1m (or S1t) a receiver demanding a client
+//	     certificate, against one over TLS without, both HTTP/1.1 and
+//	     trusting the run's own CA through tls.caCertificates; S1s a span
+//	     per POST exported over OTLP/HTTP to a collector in this process
+//	     that discards them, against none. The receivers count what each
+//	     POST carried, so an option the bridge ignored shows.
 //	S2   fan-out: 1,000 registrations on one subject, 1,000 messages; against
 //	     as many bare POSTs from 16 goroutines; and journal reads per
 //	     message.
@@ -107,8 +118,8 @@ import (
 
 // sizes are a run's dimensions.
 type sizes struct {
-	s1Backlog  int           // S1/S1b/S1d backlog
-	s1Rounds   int           // S1/S1d rounds of bridge and baseline
+	s1Backlog  int           // S1/S1b/S1d/S1h/S1m/S1s backlog
+	s1Rounds   int           // S1/S1d rounds of bridge and baseline; S1h/S1m/S1s rounds of each side
 	s2Regs     int           // S2/S2d registrations
 	s2Msgs     int           // S2/S2d messages
 	s3Regs     int           // S3 idle registrations
@@ -160,7 +171,7 @@ var quick = sizes{
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S2", "S2d", "S2o", "S3", "S4", "MEM", "R1", "R2", "A1"}, clusterNames...)
+var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S1h", "S1m", "S1s", "S2", "S2d", "S2o", "S3", "S4", "MEM", "R1", "R2", "A1"}, clusterNames...)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -217,6 +228,9 @@ func benchMain() int {
 		}
 	}
 	results = append(results, runSelected(ctx, selected, []scenario{
+		{"S1h", b.headersOAuth},
+		{"S1m", b.mutualTLS},
+		{"S1s", b.spanExport},
 		{"S2", func(ctx context.Context) result { return b.fanOut(ctx, s2) }},
 		{"S2d", func(ctx context.Context) result { return b.fanOut(ctx, s2d) }},
 		{"S2o", func(ctx context.Context) result { return b.fanOut(ctx, s2o) }},
@@ -257,8 +271,11 @@ func parseOnly(s string) (map[string]bool, error) {
 	}
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
-		if strings.EqualFold(part, "memory") {
+		switch {
+		case strings.EqualFold(part, "memory"):
 			part = "MEM"
+		case strings.EqualFold(part, "S1t"): // S1m's other side
+			part = "S1m"
 		}
 		i := slices.IndexFunc(scenarioNames, func(n string) bool { return strings.EqualFold(n, part) })
 		if i < 0 {

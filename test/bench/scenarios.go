@@ -102,6 +102,10 @@ type registration struct {
 	URL       string         `json:"url"`
 	Start     any            `json:"start,omitempty"`
 	Batch     map[string]any `json:"batch,omitempty"`
+	// The receiver options (options.go).
+	Headers map[string]string `json:"headers,omitempty"`
+	TLS     *receiverTLS      `json:"tls,omitempty"`
+	OAuth2  *oauth2Grant      `json:"oauth2,omitempty"`
 }
 
 // errorsLogged counts the error lines in a bridge's JSON log.
@@ -358,7 +362,16 @@ func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first u
 // startBridge starts.
 func (b *bench) drainBy(ctx context.Context, startBridge func(context.Context) (*bridgeProc, error),
 	subject string, first uint64, n int, v variant, batch map[string]any) (d drained, early *result) {
+	reg := registration{ID: "drain", Namespace: "outbox", Subject: subject, URL: b.sink.url + "/r/0", Start: "first", Batch: batch}
+	return b.drainAs(ctx, startBridge, reg, first, n, v)
+}
+
+// drainAs is drainBy of the registration reg, which starts from the
+// backlog's first message and delivers to registration 0 of the sink's run.
+func (b *bench) drainAs(ctx context.Context, startBridge func(context.Context) (*bridgeProc, error),
+	reg registration, first uint64, n int, v variant) (d drained, early *result) {
 	d.name, d.what = v.name, v.what
+	batch := reg.Batch
 	fail := func(err error) (drained, *result) {
 		r := v.failed(err)
 		return d, &r
@@ -374,7 +387,6 @@ func (b *bench) drainBy(ctx context.Context, startBridge func(context.Context) (
 	logf("%s: bridge draining", d.name)
 	cpu0, _ := cpuTime(br.pid())
 	start := time.Now()
-	reg := registration{ID: "drain", Namespace: "outbox", Subject: subject, URL: b.sink.url + "/r/0", Start: "first", Batch: batch}
 	if code, err := br.api(ctx, "POST", "/v1/registrations", reg, nil); err != nil {
 		if batch != nil && code == 400 {
 			na := notImplemented(d.name, d.what, "the registration API refuses batch: "+err.Error())

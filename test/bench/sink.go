@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -126,6 +127,45 @@ func newSink() (*sink, error) {
 }
 
 func (s *sink) close() { _ = s.srv.Close() }
+
+// listener is a loopback server of the bench's own beside the sink's
+// port: a scenario's receiver with TLS, or one inspecting each POST before
+// the sink counts it, or a token endpoint or span collector the bridge
+// calls.
+type listener struct {
+	srv   *http.Server
+	url   string
+	conns atomic.Int64 // connections accepted: TLS handshakes, over TLS
+}
+
+// listen serves h on a new loopback port, over TLS when cfg is not nil.
+// HTTP/1.1 only, as the sink's own port is, so a TLS receiver differs from
+// it by TLS alone and not by HTTP/2 as well.
+func listen(h http.Handler, cfg *tls.Config) (*listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l := &listener{url: "http://" + ln.Addr().String()}
+	l.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		Protocols: new(http.Protocols),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				l.conns.Add(1)
+			}
+		}}
+	l.srv.Protocols.SetHTTP1(true)
+	if cfg == nil {
+		go func() { _ = l.srv.Serve(ln) }()
+		return l, nil
+	}
+	l.url = "https://" + ln.Addr().String()
+	l.srv.TLSConfig = cfg
+	go func() { _ = l.srv.ServeTLS(ln, "", "") }()
+	return l, nil
+}
+
+func (l *listener) close() { _ = l.srv.Close() }
 
 // start makes r the current run; deliveries before it are dropped.
 func (s *sink) start(r *run) { s.cur.Store(r) }
