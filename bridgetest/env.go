@@ -277,7 +277,9 @@ func (e *Env) NATSURL() string {
 
 // StopNode shuts node i (0, 1 or 2) of a WithCluster Env down, keeping
 // its store: the cluster keeps its quorum and the bridge keeps
-// delivering.
+// delivering. Streams led by the node elect another leader meanwhile,
+// and a publish sent before one is elected goes unanswered: publish with
+// a Nats-Msg-Id and send again on a timeout, as clients of a cluster do.
 func (e *Env) StopNode(i int) {
 	e.tb.Helper()
 	e.mustCluster("StopNode")
