@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // The receiver-option scenarios are S1's drain with one thing changed —
@@ -114,11 +115,11 @@ func (b *bench) drainSide(ctx context.Context, s stream, subject string, first u
 		}
 		return d, nil, errors.New(early.line)
 	}
-	moved := probe()
-	for i := range moved {
-		moved[i] -= before[i]
+	delta := probe()
+	for i := range delta {
+		delta[i] -= before[i]
 	}
-	return d, moved, nil
+	return d, delta, nil
 }
 
 // medianRound is the round whose ratio is the median of all rounds'.
@@ -150,7 +151,7 @@ func pairResult(p pairing, rounds []pairRound, n int, counted string) result {
 	}
 	sideLine := func(label string, d drained) string {
 		return fmt.Sprintf("%s %.0f msg/s in %v, CPU %s per message, peak RSS %.0f MiB, %s, %d error log lines",
-			label, d.rate, d.took.Round(1e6), perMsg(d.cpu, n), mib(d.hwm), d.extras, d.errLines)
+			label, d.rate, d.took.Round(time.Millisecond), perMsg(d.cpu, n), mib(d.hwm), d.extras, d.errLines)
 	}
 	return result{name: p.name, figure: m.d[1].rate,
 		rows: []row{{what: p.name + " " + p.label + ", same run", bridge: count(m.d[1].rate), baseline: count(m.d[0].rate),
@@ -161,6 +162,7 @@ func pairResult(p pairing, rounds []pairRound, n int, counted string) result {
 	}
 }
 
+// plural is n what, with an s unless n is 1.
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
