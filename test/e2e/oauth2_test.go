@@ -265,7 +265,12 @@ func TestOAuth2TokenEndpointDown(t *testing.T) {
 			Error   string `json:"error"`
 		} `json:"attempts"`
 	}
-	d.api("GET", "/v1/registrations/ledger/attempts", nil, &page)
+	// The log is written asynchronously: the 2xx may follow the
+	// registration's recovery by a few milliseconds.
+	waitFor(t, 5*time.Second, "the 2xx in the attempt log", func() bool {
+		d.api("GET", "/v1/registrations/ledger/attempts", nil, &page)
+		return len(page.Attempts) >= 3 && page.Attempts[0].Outcome == "2xx"
+	})
 	if len(page.Attempts) < 3 || page.Attempts[0].Outcome != "2xx" || page.Attempts[len(page.Attempts)-1].Error != want {
 		t.Fatalf("attempts %+v, want the failures with the endpoint's answer, then the 2xx", page.Attempts)
 	}
