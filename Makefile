@@ -46,7 +46,7 @@ fuzz:
 
 # Many more crash-and-restart rounds than the default suite runs.
 soak:
-	BRIDGE_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'TestCrashKillNineLosesNothing|TestStreamRecreatedUnderRunningBridge' -v ./test/e2e/
+	BRIDGE_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'TestCrashKillNineLosesNothing|TestStreamRecreatedUnderRunningBridge|TestClusterSurvivesLossOfNATSLeaders' -v ./test/e2e/
 
 clean:
 	rm -rf bin

@@ -525,6 +525,17 @@ func (c *bridgeCluster) startFeed(prefix string, pace time.Duration) *feed {
 	return f
 }
 
+// alive fails the test when the publisher gave up: a wait for deliveries
+// would otherwise blame the bridges for messages never published.
+func (f *feed) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-f.done:
+		t.Fatalf("the publisher stopped: %v", f.err)
+	default:
+	}
+}
+
 // stop ends the feed once the message in hand is published, failing
 // the test on a message the cluster would not take.
 func (f *feed) stop(t *testing.T) {
