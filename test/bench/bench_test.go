@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetstream-bridge/bridge/internal/testpki"
 )
 
 // The benchmark's figures are only as good as its instruments; these tests
@@ -313,31 +315,31 @@ func TestTokenServerGrantsBasicAuthOnly(t *testing.T) {
 // presenting a certificate of the run's CA, counts it, and refuses one
 // presenting none.
 func TestTLSListenerDemandsTheClientCertificate(t *testing.T) {
-	ca, err := newPKI("test CA")
+	ca, err := testpki.New("test CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ca.server()
+	srv, err := ca.Server("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := ca.client("bridge")
+	cl, err := ca.Client("bridge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := &checked{next: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
 		carries: func(r *http.Request) bool { return r.TLS != nil && len(r.TLS.PeerCertificates) == 1 }}
-	l, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srv.pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool})
+	l, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srv.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.close()
 	post := func(certs []tls.Certificate) (*http.Response, error) {
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, Certificates: certs}, ForceAttemptHTTP2: true}
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, Certificates: certs}, ForceAttemptHTTP2: true}
 		defer tr.CloseIdleConnections()
 		return (&http.Client{Transport: tr}).Post(l.url+"/r/0", "application/octet-stream", strings.NewReader("x"))
 	}
-	resp, err := post([]tls.Certificate{cl.pair})
+	resp, err := post([]tls.Certificate{cl.TLS})
 	if err != nil {
 		t.Fatal(err)
 	}

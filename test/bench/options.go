@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/jetstream-bridge/bridge/internal/testpki"
 )
 
 // The receiver-option scenarios are S1's drain with one thing changed —
@@ -287,38 +289,38 @@ func (b *bench) headersOAuth(ctx context.Context) result {
 // run's own CA through tls.caCertificates, both HTTP/1.1.
 func (b *bench) mutualTLS(ctx context.Context) result {
 	const name, what = "S1m", "S1m drain, mTLS receiver (msg/s)"
-	ca, err := newPKI("bench CA")
+	ca, err := testpki.New("bench CA")
 	if err != nil {
 		return failed(name, what, err)
 	}
-	srvLeaf, err := ca.server()
+	srvLeaf, err := ca.Server("127.0.0.1")
 	if err != nil {
 		return failed(name, what, err)
 	}
-	client, err := ca.client("bench-bridge")
+	client, err := ca.Client("bench-bridge")
 	if err != nil {
 		return failed(name, what, err)
 	}
 	check := &checked{next: b.sink, carries: func(r *http.Request) bool {
 		return r.TLS != nil && len(r.TLS.PeerCertificates) > 0
 	}}
-	plainTLS, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srvLeaf.pair}})
+	plainTLS, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srvLeaf.TLS}})
 	if err != nil {
 		return failed(name, what, err)
 	}
 	defer plainTLS.close()
-	mutual, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srvLeaf.pair},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool})
+	mutual, err := listen(check, &tls.Config{Certificates: []tls.Certificate{srvLeaf.TLS},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool})
 	if err != nil {
 		return failed(name, what, err)
 	}
 	defer mutual.close()
 	p := pairing{name: name, label: "mTLS ÷ TLS", target: 0.95,
 		a: side{v: variant{name: "S1t", what: "S1t drain, TLS receiver (msg/s)"}, label: "TLS", url: plainTLS.url + "/r/0",
-			shape: func(reg *registration) { reg.TLS = &receiverTLS{CACertificates: ca.caPEM} }},
+			shape: func(reg *registration) { reg.TLS = &receiverTLS{CACertificates: ca.PEM} }},
 		b: side{v: variant{name: name, what: what}, label: "mTLS", url: mutual.url + "/r/0",
 			shape: func(reg *registration) {
-				reg.TLS = &receiverTLS{CACertificates: ca.caPEM, ClientCertificate: client.certPEM, ClientKey: client.keyPEM}
+				reg.TLS = &receiverTLS{CACertificates: ca.PEM, ClientCertificate: client.CertPEM, ClientKey: client.KeyPEM}
 			}},
 		probe: func() []int64 {
 			return []int64{check.all.Load(), check.ok.Load(), plainTLS.conns.Load() + mutual.conns.Load()}
