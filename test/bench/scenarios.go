@@ -143,8 +143,6 @@ var (
 // against them.
 var logOff = []string{"--attempt-log=false"}
 
-var ()
-
 func (v variant) failed(err error) result { return failed(v.name, v.what, err) }
 
 // drain runs v (S1 or S1d) and, when batch, S1b on one backlog.
