@@ -226,11 +226,19 @@ func TestConcurrentReadsOfOneFilterShareFetches(t *testing.T) {
 		}
 		st := shared.Stats()
 		t.Logf("%d pages; one reader: %+v; fifty readers: %+v", pages, single, st)
-		// Fifty readers cost what one does, give or take a race on a page
-		// boundary; without sharing they would cost fifty times as much.
-		if st.Fetches > uint64(pages)+1 || st.Fetches > single.Fetches+2 || st.ServerRequests > single.ServerRequests+4 {
-			t.Fatalf("fifty readers made %d fetches (%d requests); one reader made %d (%d)",
-				st.Fetches, st.ServerRequests, single.Fetches, single.ServerRequests)
+		// Fifty readers fetch the stream's messages once, as one reader does,
+		// give or take one page raced at a boundary; without sharing they
+		// would fetch them fifty times. What a late reader may add is the
+		// check past the last cached run that finds nothing new: an empty
+		// answer is never cached (the next message may arrive at once), so
+		// readers reaching the end at different moments each ask once.
+		if st.MessagesFetched > single.MessagesFetched+256 {
+			t.Fatalf("fifty readers fetched %d messages; one reader fetched %d",
+				st.MessagesFetched, single.MessagesFetched)
+		}
+		if st.Fetches > single.Fetches+50 {
+			t.Fatalf("fifty readers made %d fetches; one reader made %d, and each reader may add one caught-up check",
+				st.Fetches, single.Fetches)
 		}
 		if st.CacheHits < uint64(49*len(want)) {
 			t.Fatalf("cache hits %d; want at least %d", st.CacheHits, 49*len(want))
