@@ -11,6 +11,17 @@ import (
 	"github.com/jetstream-bridge/bridge/projection"
 )
 
+// tailResetAttempts bounds how often the ordered consumer tries to create
+// its replacement under one name before it gives up on that name. Every
+// try of one reset asks for the same consumer; after the server leading
+// the stream was killed, tries under one name were seen failing for as
+// long as that server stayed down (over a minute, nothing delivered) while
+// the other two served the stream. The default, unbounded, waits on them
+// forever and reports nothing. Given up, the reset is reported, the
+// consumer misses its heartbeats, and the next reset asks under a new
+// name.
+const tailResetAttempts = 3
+
 // errTailRestart ends one run of the tail because the stream was re-created.
 var errTailRestart = errors.New("journal: stream re-created; tail restarts")
 
@@ -118,8 +129,9 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	run.epoch = r.ring.restart(start, st.LastSeq)
 	defer r.ring.stop(run.epoch)
 	cons, err := r.js.OrderedConsumer(ctx, r.stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   start,
+		DeliverPolicy:    jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:      start,
+		MaxResetAttempts: tailResetAttempts,
 	})
 	if err != nil {
 		return run, fmt.Errorf("journal: starting the tail of stream %s at %d: %w", r.stream, start, err)

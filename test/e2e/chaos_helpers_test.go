@@ -44,10 +44,12 @@ func newChaosDaemon(t *testing.T, extra ...string) *chaosDaemon {
 	c := &chaosDaemon{daemon: newDaemon(t, extra...), all: &testutil.SyncBuffer{}}
 	t.Cleanup(func() {
 		if c.running() {
-			_ = c.cmd.Process.Kill()
-			<-c.exited
+			c.quit(t.Failed())
 		}
 		if t.Failed() {
+			if dir := os.Getenv("BRIDGE_E2E_LOGS"); dir != "" {
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("bridge-%d.log", c.cmd.Process.Pid)), []byte(c.all.String()), 0o644)
+			}
 			t.Logf("bridge output of every run (last 64 KiB):\n%s", lastBytes(c.all.String(), 64<<10))
 		}
 	})
@@ -63,6 +65,21 @@ func (c *chaosDaemon) useDataDir(dir string) {
 		c.t.Fatalf("no --data-dir in %v", c.args)
 	}
 	c.args[i+1], c.dataDir = dir, dir
+}
+
+// quit ends a bridge the test leaves running. After a failure it is
+// asked with SIGQUIT first, so its output ends with every goroutine's
+// stack: what a silent bridge was waiting on.
+func (c *chaosDaemon) quit(dump bool) {
+	if dump && c.cmd.Process.Signal(syscall.SIGQUIT) == nil {
+		select {
+		case <-c.exited:
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.exited
 }
 
 func (c *chaosDaemon) running() bool {

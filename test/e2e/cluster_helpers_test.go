@@ -63,6 +63,9 @@ func startNATSCluster(t *testing.T, n int) *natsCluster {
 		if t.Failed() {
 			for _, nd := range c.nodes {
 				log, _ := os.ReadFile(filepath.Join(nd.dir, "nats-server.log"))
+				if dir := os.Getenv("BRIDGE_E2E_LOGS"); dir != "" {
+					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("nats-%s-%d.log", nd.name, nd.client)), log, 0o644)
+				}
 				t.Logf("nats-server %s log (last 8 KiB):\n%s", nd.name, lastBytes(string(log), 8<<10))
 			}
 		}

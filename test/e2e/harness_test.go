@@ -1,5 +1,11 @@
 // Package e2e drives the real bridge binary the way a user does: flags,
 // the CLI, the admin API, NATS clients and HTTP receivers on loopback.
+//
+// A failed test logs the tail of each bridge's output, which ends with
+// every goroutine's stack when the bridge was still running (it is sent
+// SIGQUIT); with BRIDGE_E2E_LOGS set to a directory, the whole output of
+// each bridge and of each nats-server of a cluster is written there too.
+// BRIDGE_SOAK=1 (make soak) runs the long drills.
 package e2e
 
 import (
