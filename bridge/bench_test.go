@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 )
 
@@ -18,6 +19,27 @@ import (
 // messages through the real stack; BenchmarkBarePOST is the sequential
 // POST loop it sits on, to compare in one run.
 func BenchmarkDrain(b *testing.B) { benchDrain(b, newEnv(b)) }
+
+// BenchmarkDrainOptions is BenchmarkDrain for a plain registration and for
+// one with three headers of its own and an OAuth 2.0 grant (a token
+// endpoint on loopback), to compare in one run what the options cost a
+// drain beyond the POST (test/bench S1h).
+func BenchmarkDrainOptions(b *testing.B) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"bench-token-0123456789abcdef","token_type":"Bearer","expires_in":3600}`)
+	}))
+	defer tokens.Close()
+	b.Run("plain", func(b *testing.B) { benchDrain(b, newEnv(b)) })
+	b.Run("headers+oauth2", func(b *testing.B) {
+		e := newEnv(b)
+		e.shape = func(c *cursor.Config) {
+			c.Headers = map[string]string{"X-Team": "billing", "X-Env": "bench", "X-Tenant": "tenant-0042"}
+			c.OAuth2 = &cursor.OAuth2{TokenURL: tokens.URL + "/token", ClientID: "bench", ClientSecret: "bench-secret", Scopes: []string{"events:write"}}
+		}
+		benchDrain(b, e)
+	})
+}
 
 // benchDrain delivers b.N messages of 1 KiB to one registration of e,
 // through a worker with opts.
@@ -59,6 +81,50 @@ func BenchmarkBarePOST(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		resp, err := c.Post(sink.URL, "application/octet-stream", bytes.NewReader(payload))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// BenchmarkBarePOSTOptions is BenchmarkBarePOST without and with what
+// S1h's options add to each request (three headers and a bearer token):
+// the share of the drain's loss that is the bigger request itself, paid
+// by the client and the receiver alike, with no bridge in the way.
+func BenchmarkBarePOSTOptions(b *testing.B) {
+	extra := http.Header{
+		"X-Team": {"billing"}, "X-Env": {"bench"}, "X-Tenant": {"tenant-0042"},
+		"Authorization": {"Bearer bench-token-0123456789abcdef"},
+	}
+	for _, c := range []struct {
+		name string
+		h    http.Header
+	}{{"plain", nil}, {"headers+bearer", extra}} {
+		b.Run(c.name, func(b *testing.B) { benchBarePOST(b, c.h) })
+	}
+}
+
+func benchBarePOST(b *testing.B, extra http.Header) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer sink.Close()
+	payload := bytes.Repeat([]byte("x"), 1024)
+	c := &http.Client{}
+	b.ResetTimer()
+	for range b.N {
+		req, err := http.NewRequest(http.MethodPost, sink.URL, bytes.NewReader(payload))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/octet-stream")
+		for k, v := range extra {
+			req.Header[k] = v
+		}
+		resp, err := c.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -38,6 +38,8 @@ type env struct {
 	reader *journal.Reader
 	db     *cursor.DB
 	sender *webhook.Sender
+	// shape, when set, edits every registration the env creates.
+	shape func(*cursor.Config)
 }
 
 func newEnv(t testing.TB, streamOpts ...func(*jetstream.StreamConfig)) *env {
@@ -109,8 +111,12 @@ func (e *env) register(id, url, subject string) cursor.Registration {
 
 func (e *env) registerNS(id, ns, url, subject string, due time.Time) cursor.Registration {
 	e.t.Helper()
+	cfg := cursor.Config{ID: id, Namespace: ns, Subject: subject, URL: url}
+	if e.shape != nil {
+		e.shape(&cfg)
+	}
 	r, _, err := e.db.Create(context.Background(), cursor.Registration{
-		Config:        cursor.Config{ID: id, Namespace: ns, Subject: subject, URL: url},
+		Config:        cfg,
 		NextSeq:       1,
 		NextAttemptAt: due,
 	}, nil)

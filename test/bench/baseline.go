@@ -130,14 +130,22 @@ type bareRun struct {
 
 // wire is what a baseline's POSTs carry besides their body: the headers
 // the bridge sends with a message of stream on subject (wireHeaders in the
-// child). The zero wire sends a Content-Type only.
-type wire struct{ stream, subject string }
+// child), then extra ("Name: value" lines, as a registration's options
+// add them). The zero wire sends a Content-Type only.
+type wire struct {
+	stream, subject string
+	extra           []string
+}
 
 func (w wire) args() []string {
-	if w == (wire{}) {
-		return nil
+	var a []string
+	if w.stream != "" || w.subject != "" {
+		a = append(a, "-stream", w.stream, "-subject", w.subject)
 	}
-	return []string{"-stream", w.stream, "-subject", w.subject}
+	for _, h := range w.extra {
+		a = append(a, "-header", h)
+	}
+	return a
 }
 
 // barePOSTs is the raw limit of delivery to the sink: n POSTs of size

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,12 +29,13 @@ import (
 // childArg, as the first argument, runs the bench binary as a baseline
 // process instead of the benchmark:
 //
-//	bench baseline post -url URL -n N -workers W -size BYTES [-stream NAME -subject SUBJECT]
+//	bench baseline post -url URL -n N -workers W -size BYTES [-stream NAME -subject SUBJECT] [-header "Name: value"]...
 //	bench baseline consumer -nats URL -stream NAME -subject FILTER -url URL
 //
 // post times n POSTs and reports once; with -stream and -subject each POST
 // carries the headers the bridge sends with a message of that stream and
-// subject (wireHeaders), without them a Content-Type only. consumer
+// subject (wireHeaders), without them a Content-Type only, and each
+// -header besides. consumer
 // reports {"ready":true}
 // once its ordered consumer exists, POSTs every new message until its
 // stdin closes, then reports. Reports are JSON lines on stdout
@@ -58,6 +60,15 @@ func childMain(args []string) int {
 	natsURL := fs.String("nats", "", "consumer: nats-server URL")
 	streamName := fs.String("stream", "", "consumer: stream; post: the stream whose delivery headers to send")
 	subject := fs.String("subject", "", "consumer: subject filter; post: the subject whose delivery headers to send")
+	extra := make(http.Header)
+	fs.Func("header", "post: a header to send besides, as \"Name: value\" (repeatable)", func(v string) error {
+		name, value, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf("header %q is not \"Name: value\"", v)
+		}
+		extra.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		return nil
+	})
 	if err := fs.Parse(args[1:]); err != nil {
 		return fail(err)
 	}
@@ -86,6 +97,9 @@ func childMain(args []string) int {
 			if h, err = wireHeaders(*streamName, *subject, 100_000, body, time.Now()); err != nil {
 				return fail(err)
 			}
+		}
+		for k, v := range extra {
+			h[k] = v
 		}
 		rep, err = postLoop(ctx, client, *url, *n, *workers, body, h)
 	case "consumer":

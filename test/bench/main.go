@@ -44,7 +44,8 @@
 //	     of each, -quick one), the ratio b ÷ a of the median round
 //	     reported with every round's: S1h three headers and an OAuth 2.0
 //	     grant from a token endpoint in this process, against a plain
-//	     registration; S1m (or S1t) a receiver demanding a client
+//	     registration, with its raw limit: the bare POST loop with those
+//	     headers and the token against the loop without; S1m (or S1t) a receiver demanding a client
 //	     certificate, against one over TLS without, both HTTP/1.1 and
 //	     trusting the run's own CA through tls.caCertificates; S1s a span
 //	     per POST exported over OTLP/HTTP to a collector in this process

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -276,12 +277,51 @@ func (b *bench) headersOAuth(ctx context.Context) result {
 	if err != nil {
 		return failed(name, what, err)
 	}
-	return pairResult(p, rounds, b.sz.s1Backlog, fmt.Sprintf(
+	raw, err := b.bareHeadersOAuth(ctx, len(rounds), "Bearer "+tokens.token)
+	if err != nil {
+		return failed(name, what, err)
+	}
+	return pairResult(p, rounds, b.sz.s1Backlog, raw+"; "+fmt.Sprintf(
 		"POSTs carrying the 3 headers and the token: %s of %s plain, %s of %s with the options; token server: %s (%d granted, %d refused), %d of them in the plain drains",
 		count(float64(moved(rounds, 0, 1))), count(float64(moved(rounds, 0, 0))),
 		count(float64(moved(rounds, 1, 1))), count(float64(moved(rounds, 1, 0))),
 		plural(int(tokens.granted.Load()+tokens.refused.Load()), "request"), tokens.granted.Load(), tokens.refused.Load(),
 		moved(rounds, 0, 2)+moved(rounds, 0, 3)))
+}
+
+// bareHeadersOAuth is S1h's raw limit: the bare POST loop with the
+// bridge's headers, against the same loop with S1h's three headers and
+// its bearer token besides, in rounds as the drains are. Bigger requests
+// cost the client and the receiver alike, on a machine where both share
+// the cores; what the bridge loses beyond this ratio is its own.
+func (b *bench) bareHeadersOAuth(ctx context.Context, rounds int, authorization string) (string, error) {
+	n := b.sz.s1Backlog
+	same := wire{stream: "BENCH_S1H", subject: "bench.s1h.orders"} // the drains' (paired)
+	more := same
+	more.extra = []string{"Authorization: " + authorization}
+	for _, k := range slices.Sorted(maps.Keys(s1hHeaders)) {
+		more.extra = append(more.extra, k+": "+s1hHeaders[k])
+	}
+	ratios := make([]float64, 0, rounds)
+	for round := range rounds {
+		logf("S1h: raw limit, round %d of %d: %s bare POSTs without and with the headers and token", round+1, rounds, count(float64(n)))
+		a, err := b.barePOSTs(ctx, n, 1, kib, same)
+		if err != nil {
+			return "", fmt.Errorf("baseline without the options: %w", err)
+		}
+		c, err := b.barePOSTs(ctx, n, 1, kib, more)
+		if err != nil {
+			return "", fmt.Errorf("baseline with the options' headers: %w", err)
+		}
+		ratios = append(ratios, c.rate/a.rate)
+	}
+	each := make([]string, len(ratios))
+	for i, r := range ratios {
+		each[i] = fmt.Sprintf("%.2f", r)
+	}
+	slices.Sort(ratios)
+	return fmt.Sprintf("raw limit: bare POSTs with the 3 headers and the token ÷ without, median of %s: %.2f (%s)",
+		plural(rounds, "round"), ratios[len(ratios)/2], strings.Join(each, ", ")), nil
 }
 
 // mutualTLS is S1m (and S1t, its other side): S1 to a receiver demanding
