@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
@@ -38,6 +41,26 @@ func BenchmarkDrainOptions(b *testing.B) {
 			c.OAuth2 = &cursor.OAuth2{TokenURL: tokens.URL + "/token", ClientID: "bench", ClientSecret: "bench-secret", Scopes: []string{"events:write"}}
 		}
 		benchDrain(b, e)
+	})
+}
+
+// BenchmarkDrainSpans is BenchmarkDrain without and with a span per POST
+// exported over OTLP/HTTP, through the batch processor the daemon uses, to
+// a collector on loopback that discards what it reads (test/bench S1s).
+func BenchmarkDrainSpans(b *testing.B) {
+	b.Run("off", func(b *testing.B) { benchDrain(b, newEnv(b)) })
+	b.Run("otlp", func(b *testing.B) {
+		col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+		defer col.Close()
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(col.URL))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		benchDrain(b, newEnv(b), bridge.WithTracer(tp))
 	})
 }
 
