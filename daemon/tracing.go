@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetstream-bridge/bridge/bridge"
+	"github.com/jetstream-bridge/bridge/internal/spanbatch"
 )
 
 // The OpenTelemetry variables the bridge reads itself, to decide whether
@@ -40,12 +41,16 @@ const (
 
 // startTracing returns the tracer provider that exports a span per POST
 // over OTLP/HTTP when the environment names an OTLP endpoint, through a
-// batch span processor, so a POST hands its span over and never waits for
-// the collector. Without an endpoint it returns nil and starts nothing:
-// the delivery path then makes no span at all.
+// batching span processor (internal/spanbatch), so a POST hands its span
+// over and never waits for the collector. Without an endpoint it returns
+// nil and starts nothing: the delivery path then makes no span at all.
 func startTracing(ctx context.Context, getenv func(string) string, version string, log *slog.Logger) (*sdktrace.TracerProvider, error) {
 	endpoint, err := otlpEndpoint(getenv)
 	if err != nil || endpoint == "" {
+		return nil, err
+	}
+	batching, err := spanbatch.ConfigFromEnv(getenv)
+	if err != nil {
 		return nil, err
 	}
 	exp, err := otlptracehttp.New(ctx)
@@ -66,7 +71,7 @@ func startTracing(ctx context.Context, getenv func(string) string, version strin
 		log.Warn("exporting spans failed; deliveries go on", "error", err)
 	}))
 	log.Info("exporting a span per POST over OTLP/HTTP", "endpoint", redactURLs(endpoint))
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanbatch.New(exp, batching)), sdktrace.WithResource(res)), nil
 }
 
 // otlpEndpoint is the endpoint spans go to, or "" when none are exported:

@@ -75,3 +75,13 @@ func TestTheProviderExportsToTheEnvironmentsCollector(t *testing.T) {
 		t.Errorf("without an endpoint: provider %v, error %v, %d worker options; want none", tp, err, len(tracing(tp)))
 	}
 }
+
+// The OTEL_BSP_* variables shape the bridge's own batching processor as
+// they shape the SDK's; one it cannot read stops the start, named.
+func TestABatchVariableThatIsNotANumberIsRefusedByName(t *testing.T) {
+	vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_BSP_SCHEDULE_DELAY": "5s"}
+	tp, err := startTracing(context.Background(), env(vars), "dev", slog.New(slog.DiscardHandler))
+	if tp != nil || err == nil || !strings.Contains(err.Error(), `OTEL_BSP_SCHEDULE_DELAY="5s"`) {
+		t.Fatalf("provider %v, error %v; want an error naming OTEL_BSP_SCHEDULE_DELAY", tp, err)
+	}
+}
