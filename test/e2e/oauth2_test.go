@@ -205,6 +205,8 @@ func TestOAuth2NewTokenAfter401(t *testing.T) {
 	if got := a.requests.Load(); got != 2 {
 		t.Fatalf("%d token requests after a second delivery, want the new token reused", got)
 	}
+	// The row counts a delivery after the receiver has answered.
+	waitFor(t, 10*time.Second, "the row to count both deliveries", func() bool { return d.registration("orders")["delivered"] == float64(2) })
 	reg := d.registration("orders")
 	if reg["attempts"] != float64(0) || reg["lastError"] != "" || reg["delivered"] != float64(2) {
 		t.Fatalf("registration: %v", reg)

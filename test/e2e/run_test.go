@@ -69,6 +69,7 @@ func TestEmbeddedQuickStartAndCleanRestart(t *testing.T) {
 	if got := s.bodies(); !slices.Equal(got, seqBodies("m", 0, 60)) {
 		t.Fatalf("after a clean restart: %d deliveries, want exactly 60 in order (nothing repeated)", len(got))
 	}
+	waitFor(t, 10*time.Second, "the row to count 60 deliveries", func() bool { return d.registration("orders")["delivered"] == float64(60) })
 	reg := d.registration("orders")
 	if reg["delivered"] != float64(60) || reg["state"] != "active" {
 		t.Fatalf("registration %v", reg)
