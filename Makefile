@@ -11,6 +11,8 @@ build:
 # The default suite: every package under the race detector, end-to-end tests
 # against the real binary included. Kept under ten minutes.
 test:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || \
+		echo "make test: no Chromium on PATH (chromium, chromium-browser or google-chrome), so the console's browser test (test/e2e/console_test.go) is skipped; apt-get install -y chromium runs it"
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 9m ./...
 
