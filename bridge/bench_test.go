@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/spanbatch"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 )
 
@@ -58,7 +59,11 @@ func BenchmarkDrainSpans(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		batching, err := spanbatch.ConfigFromEnv(func(string) string { return "" })
+		if err != nil {
+			b.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanbatch.New(exp, batching)))
 		defer func() { _ = tp.Shutdown(context.Background()) }()
 		benchDrain(b, newEnv(b), bridge.WithTracer(tp))
 	})
