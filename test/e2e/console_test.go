@@ -105,6 +105,12 @@ func TestConsole(t *testing.T) {
 	b.confirmAndClick("Unpark", "Unpark: 200 OK")
 	waitFor(t, 10*time.Second, "the retry after unpark", func() bool { return len(gone.received()) == 1 })
 	b.until("beta active with its retry", config("state")+` === 'active' && `+attempt(0)+`.includes('retry | 2xx | 204')`)
+	// The attempt is logged before the cursor moves; a rewind ahead of that
+	// move would be overtaken by it, and nothing replayed.
+	waitFor(t, 10*time.Second, "beta's cursor past the retried message", func() bool {
+		n, _ := d.registration("beta")["nextSeq"].(float64)
+		return uint64(n) > seq
+	})
 
 	b.do(chromedp.SendKeys(chromedp.CSS(`#rewind-seq`), fmt.Sprint(seq)))
 	b.confirmAndClick("Rewind", "Rewind: 200 OK")

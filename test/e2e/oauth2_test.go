@@ -165,6 +165,11 @@ func TestOAuth2TokensReusedAcrossDeliveries(t *testing.T) {
 	if a.basic.Load() != a.requests.Load() {
 		t.Errorf("%d of %d token requests used HTTP Basic, want all", a.basic.Load(), a.requests.Load())
 	}
+	// The row counts a delivery after the receiver has answered.
+	waitFor(t, 10*time.Second, "the row to count the deliveries", func() bool {
+		got, _ := d.registration("billing")["delivered"].(float64)
+		return got >= n
+	})
 	reg := d.registration("billing")
 	if reg["delivered"] != float64(n) || reg["attempts"] != float64(0) {
 		t.Fatalf("registration after the deliveries: %v", reg)

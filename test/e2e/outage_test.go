@@ -77,6 +77,8 @@ func TestNATSKilledMidDeliveryLongOutage(t *testing.T) {
 	if got := len(s.bodies()); got != backlog+more {
 		t.Errorf("%d deliveries for %d messages: a NATS outage must not repeat what was acknowledged", got, backlog+more)
 	}
+	// The cursor moves after the receiver has answered the last POST.
+	waitFor(t, 10*time.Second, "the cursor past every message", func() bool { return d.get("r").NextSeq >= backlog+more+1 })
 	if r := d.get("r"); r.State != "active" || r.Attempts != 0 || r.NextSeq != backlog+more+1 {
 		t.Errorf("after the outage: %+v, want active, no attempts, nextSeq %d", r, backlog+more+1)
 	}
@@ -129,6 +131,8 @@ func TestStreamPurgedUnderTheBridge(t *testing.T) {
 	if got := metricSum(t, d.admin, "bridge_skipped_messages_total", `namespace="outbox"`); got != 50 {
 		t.Errorf("bridge_skipped_messages_total %v, want the 50 purged messages never delivered", got)
 	}
+	// The cursor moves after the receiver has answered the last POST.
+	waitFor(t, 10*time.Second, "the cursor past the last message", func() bool { return d.get("r").NextSeq >= 71 })
 	if r := d.get("r"); r.State != "active" || r.NextSeq != 71 || r.Attempts != 0 {
 		t.Errorf("registration %+v, want active at nextSeq 71", r)
 	}
@@ -536,6 +540,8 @@ func TestDataDirFull(t *testing.T) {
 	if !d.running() || healthzStatus(d.admin) != http.StatusOK {
 		t.Fatalf("the bridge must outlive a full disk")
 	}
+	// The cursor moves after the receiver has answered the last POST.
+	waitFor(t, 10*time.Second, "r-000's cursor past every message", func() bool { return d.get("r-000").NextSeq >= msgs+1 })
 	if r := d.get("r-000"); r.NextSeq != msgs+1 || r.State != "active" {
 		t.Errorf("registration on a full disk: %+v, want active at nextSeq %d (acknowledged, kept in memory)", r, msgs+1)
 	}
