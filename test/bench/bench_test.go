@@ -378,3 +378,21 @@ func TestCollectorCountsTraceExports(t *testing.T) {
 		t.Fatalf("requests %d bytes %d refused %d, want 2, 200, 1", c.requests.Load(), c.bytes.Load(), c.refused.Load())
 	}
 }
+
+func TestARatioJustBelowItsTargetShowsThatItMisses(t *testing.T) {
+	for _, c := range []struct {
+		r, target float64
+		want      string
+	}{
+		{0.9479, 0.95, "0.948"},
+		{0.9499, 0.95, "0.9499"},
+		{0.951, 0.95, "0.95"},
+		{0.95, 0.95, "0.95"},
+		{0.86, 0.90, "0.86"},
+		{1.2, 0.95, "1.20"},
+	} {
+		if got := ratioFor(c.r, c.target); got != c.want {
+			t.Errorf("ratioFor(%v, %v) = %q, want %q", c.r, c.target, got, c.want)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func pairResult(p pairing, rounds []pairRound, n int, counted string) result {
 	}
 	return result{name: p.name, figure: m.d[1].rate,
 		rows: []row{{what: p.name + " " + p.label + ", same run", bridge: count(m.d[1].rate), baseline: count(m.d[0].rate),
-			ratio: fmt.Sprintf("%.2f", r), target: fmt.Sprintf("≥ %.2f", p.target), met: yesNo(r >= p.target)}},
+			ratio: ratioFor(r, p.target), target: fmt.Sprintf("≥ %.2f", p.target), met: yesNo(r >= p.target)}},
 		line: fmt.Sprintf("%s: %s, same run: %.2f, median of %s: %s; median round: %s; %s; %s",
 			p.name, p.label, r, plural(len(rounds), "round"), strings.Join(each, ", "),
 			sideLine(p.a.label, m.d[0]), sideLine(p.b.label, m.d[1]), counted),

@@ -73,10 +73,10 @@ func sameRun(results []result, pairs ...comparison) []result {
 		y := row{what: p.base.name[:2] + " the same, each against its bare loop", bridge: "n/a", baseline: "-", ratio: "-", target: want, met: "n/a"}
 		if base.figure > 0 && other.figure > 0 {
 			r := other.figure / base.figure
-			x.bridge, x.baseline, x.ratio, x.met = count(other.figure), count(base.figure), fmt.Sprintf("%.2f", r), yesNo(r >= p.target)
+			x.bridge, x.baseline, x.ratio, x.met = count(other.figure), count(base.figure), ratioFor(r, p.target), yesNo(r >= p.target)
 			rn := other.vsBare / base.vsBare
 			y.bridge, y.baseline = fmt.Sprintf("%.2f", other.vsBare), fmt.Sprintf("%.2f", base.vsBare)
-			y.ratio, y.met = fmt.Sprintf("%.2f", rn), yesNo(rn >= p.target)
+			y.ratio, y.met = ratioFor(rn, p.target), yesNo(rn >= p.target)
 			other.line += fmt.Sprintf("; %s ÷ %s, same run: %.2f (%.2f against their bare loops)", p.other.name, p.base.name, r, rn)
 		}
 		other.rows = slices.Insert(other.rows, min(1, len(other.rows)), x, y)
@@ -95,6 +95,17 @@ func yesNo(ok bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// ratioFor formats r beside a target: two decimals, or as many more as
+// it takes for a miss not to round up to the target, where the row would
+// read "0.95 ≥ 0.95 no".
+func ratioFor(r, target float64) string {
+	digits := 2
+	for r < target && digits < 6 && fmt.Sprintf("%.*f", digits, r) == fmt.Sprintf("%.*f", digits, target) {
+		digits++
+	}
+	return fmt.Sprintf("%.*f", digits, r)
 }
 
 func ratio(bridge, bare float64) string {
