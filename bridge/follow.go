@@ -184,10 +184,7 @@ func (d *Daemon) rewake(ctx context.Context, g gap) error {
 	}
 	if g.from == 0 {
 		if d.owner != nil {
-			// Sharing the store, this bridge wakes every registration
-			// of each shard it gains (see ownershipLoop); waking the
-			// idle ones of all shards would write rows it does not own.
-			return nil
+			return d.wakeShare(ctx)
 		}
 		return d.wakeBehind(ctx, g.to)
 	}

@@ -63,7 +63,11 @@ func (d *Daemon) ownershipLoop(ctx context.Context) {
 			held[s] = true
 		}
 		if len(gained) > 0 {
-			if err := d.wakeShards(ctx, gained); err != nil && ctx.Err() == nil {
+			n, err := d.wakeShards(ctx, gained)
+			if n > 0 {
+				d.log.Info("took over registrations", "shards", len(gained), "registrations", n)
+			}
+			if err != nil && ctx.Err() == nil {
 				d.log.Error("waking the registrations of shards taken over", "shards", len(gained), "error", err)
 				// Forget them, so the next change of the share tries
 				// again.
@@ -80,15 +84,16 @@ func (d *Daemon) ownershipLoop(ctx context.Context) {
 	}
 }
 
-// wakeShards wakes every active registration of the given shards.
-func (d *Daemon) wakeShards(ctx context.Context, shards []int) error {
+// wakeShards wakes every active registration of the given shards and
+// says how many it woke.
+func (d *Daemon) wakeShards(ctx context.Context, shards []int) (int, error) {
 	slices.Sort(shards)
 	opt := cursor.ListOptions{State: cursor.Active, Limit: 1000}
 	woken := 0
 	for {
 		rows, next, err := d.store.List(ctx, opt)
 		if err != nil {
-			return fmt.Errorf("listing active registrations: %w", err)
+			return woken, fmt.Errorf("listing active registrations: %w", err)
 		}
 		for _, r := range rows {
 			if _, ok := slices.BinarySearch(shards, d.owner.Shard(r.ID)); ok {
@@ -97,12 +102,29 @@ func (d *Daemon) wakeShards(ctx context.Context, shards []int) error {
 			}
 		}
 		if next == "" {
-			break
+			return woken, nil
 		}
 		opt.After = next
 	}
-	if woken > 0 {
-		d.log.Info("took over registrations", "shards", len(shards), "registrations", woken)
+}
+
+// wakeShare wakes every registration this bridge holds when the tail
+// starts announcing with nothing announced before: bridges sharing a store
+// keep no mark of how far they followed the stream. A shard taken over
+// before that start was served up to the head of then, and a message
+// stored between then and the tail's start, announced by nobody, would
+// wait for the next message on its filter. Waking the share costs a
+// listing of the store, once per tail start that follows no announcement;
+// waking the idle rows of every shard, as a bridge alone does, would
+// write rows this bridge does not own.
+func (d *Daemon) wakeShare(ctx context.Context) error {
+	shards := d.owner.Shards()
+	if len(shards) == 0 {
+		return nil
 	}
-	return nil
+	n, err := d.wakeShards(ctx, shards)
+	if n > 0 {
+		d.log.Info("woke this bridge's registrations as the journal's tail began to announce", "registrations", n)
+	}
+	return err
 }

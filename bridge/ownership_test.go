@@ -117,3 +117,49 @@ func TestDaemonWaitsForTheFirstStreamCheck(t *testing.T) {
 		t.Fatalf("the stream was asked %d times; want the two failures retried", n)
 	}
 }
+
+// lateTail is a journal tail whose first start fails after a while, as a
+// consumer create does that a stopped NATS server never answers: only
+// once released does it tail, from the stream's head then.
+type lateTail struct {
+	bridge.Tailer
+	release chan struct{}
+	failed  atomic.Bool
+}
+
+func (l *lateTail) Tail(ctx context.Context, notify func(string, uint64)) error {
+	if !l.failed.Load() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.release:
+		}
+		l.failed.Store(true)
+		return errors.New("journal: starting the tail of stream JOURNAL: context deadline exceeded")
+	}
+	return l.Tailer.Tail(ctx, notify)
+}
+
+// A message stored after a shard was taken over and before the journal's
+// tail first started is delivered: the tail's start wakes the share's
+// registrations, since nothing announced that message. Without it the
+// registration waited for the next message on its filter.
+func TestAMessageBeforeTheTailsFirstStartIsDelivered(t *testing.T) {
+	e := newEnv(t)
+	w := e.worker(bridge.WithTick(50 * time.Millisecond))
+	tail := &lateTail{Tailer: e.reader, release: make(chan struct{})}
+	d := bridge.NewDaemon(e.db, tail, []*bridge.Worker{w}, bridge.WithOwnership(newShareSet(0)))
+	rc := newReceiver(t, nil)
+	e.register("a-mine", rc.URL, "journal.>")
+	e.publish("journal.x", "1")
+
+	runDaemon(t, d)
+	waitUntil(t, "the taken-over registration gets the first message", func() bool { return len(rc.bodies()) == 1 })
+	waitUntil(t, "its cursor past it", func() bool { return e.get("a-mine").NextSeq == 2 })
+	e.publish("journal.x", "2")
+	close(tail.release)
+	waitUntil(t, "the message stored while no tail ran", func() bool { return len(rc.bodies()) == 2 })
+	if got := rc.bodies(); !slices.Equal(got, []string{"1", "2"}) {
+		t.Fatalf("received %q, want 1 and 2 in order", got)
+	}
+}
