@@ -28,7 +28,8 @@ import (
 // or, when those messages are too many, every idle registration behind
 // the tail (see wakeBehind). Bridges sharing a store keep no mark: no one
 // of them followed the stream for all registrations, and each wakes every
-// registration of a shard it gains instead.
+// registration of a shard it gains instead, and every registration it
+// holds when its tail first starts announcing (see wakeShare).
 type follow struct {
 	next atomic.Uint64 // 0: unknown
 
