@@ -13,7 +13,7 @@ import (
 //	rowFormat (1 byte) | incarnation (8 bytes BE) | uvarint len(state) | state | Config as JSON
 //
 // The delivery state — namespace, State, NextSeq, Attempts, NextAttemptAt,
-// LastError, Delivered, CreatedAt, UpdatedAt, CompletedAt, Furthest — is a compact
+// LastError, Delivered, CreatedAt, UpdatedAt, CompletedAt, Furthest, Ahead — is a compact
 // binary record, because Flush rewrites it for every registration that made
 // progress and must not spend its time in a JSON codec. The Config is JSON:
 // it changes only on Create and Replace, and a field added to Config is
@@ -118,7 +118,13 @@ func appendState(b []byte, r *Registration) []byte {
 	b = appendTime(b, r.CreatedAt)
 	b = appendTime(b, r.UpdatedAt)
 	b = appendTime(b, r.CompletedAt)
-	return binary.AppendUvarint(b, r.Furthest)
+	b = binary.AppendUvarint(b, r.Furthest)
+	if len(r.Ahead) == 0 {
+		return b
+	}
+	ahead := appendAhead(nil, r.Ahead)
+	b = binary.AppendUvarint(b, uint64(len(ahead)))
+	return append(b, ahead...)
 }
 
 func readState(b []byte, r *Registration) error {
@@ -136,6 +142,18 @@ func readState(b []byte, r *Registration) error {
 	if len(d.b) > 0 {
 		// Absent from rows written before the field existed.
 		r.Furthest = d.uvarint()
+	}
+	if len(d.b) > 0 && d.err == nil {
+		// Absent from rows without an acknowledged-ahead set.
+		n := d.uvarint()
+		if n > uint64(len(d.b)) {
+			return errShort
+		}
+		a, err := readAhead(d.take(int(n)))
+		if err != nil {
+			return err
+		}
+		r.Ahead = a
 	}
 	return d.err
 }

@@ -13,7 +13,7 @@ import (
 // every Flush. Add it to appendState and readState, then to this list.
 func TestStateRecordCoversRegistration(t *testing.T) {
 	stored := []string{"Config", "State", "NextSeq", "Attempts", "NextAttemptAt", "LastError",
-		"Delivered", "CreatedAt", "UpdatedAt", "CompletedAt", "Furthest"}
+		"Delivered", "CreatedAt", "UpdatedAt", "CompletedAt", "Furthest", "Ahead"}
 	var fields []string
 	for f := range reflect.TypeFor[Registration]().Fields() {
 		fields = append(fields, f.Name)
@@ -30,6 +30,7 @@ func TestRowsRoundTrip(t *testing.T) {
 			Secret: "whsec_x", PreviousSecretUntil: at, Batch: &Batch{MaxEvents: 10, MaxDelay: time.Second}},
 		State: Parked, NextSeq: 1 << 40, Attempts: 31, NextAttemptAt: at.Add(time.Hour), LastError: "503 é",
 		Delivered: 7, CreatedAt: at, UpdatedAt: at.Add(time.Minute), CompletedAt: time.Time{}, Furthest: 1<<40 + 9,
+		Ahead: Ahead{1<<40 + 2, 1<<40 + 3, 1<<40 + 4000},
 	}}
 	v, err := encodeRow(&in)
 	if err != nil {

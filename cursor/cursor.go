@@ -73,6 +73,9 @@ type Config struct {
 	TLS       *TLS              `json:"tls,omitempty"`
 	OAuth2    *OAuth2           `json:"oauth2,omitempty"`
 	RateLimit *RateLimit        `json:"rateLimit,omitempty"`
+	// Ordering, when its key is not the whole registration, lets many
+	// POSTs be in flight and keeps order per key (CONTRACT §12).
+	Ordering *Ordering `json:"ordering,omitempty"`
 }
 
 // TLS is how the bridge dials one receiver: the CAs it trusts instead of
@@ -123,6 +126,9 @@ type Registration struct {
 	// last rewind: a POST below HighWater is a replay, not a delivery.
 	// Rows written before it existed read 0.
 	Furthest uint64 `json:"furthest,omitempty"`
+	// Ahead is what the receiver acknowledged past NextSeq, out of order
+	// (registrations with ordering keys); a rewind clears it.
+	Ahead Ahead `json:"ahead,omitempty"`
 }
 
 // HighWater is the furthest cursor the registration ever had.
@@ -140,6 +146,18 @@ type Progress struct {
 	// Complete marks the terminal message acknowledged; the registration
 	// becomes Completed in the same write as the cursor.
 	Complete bool
+	// Window marks the progress of a registration delivered with ordering
+	// keys: Ahead is then its whole acknowledged set past NextSeq, and
+	// Attempts and LastError are its oldest unacknowledged message's
+	// failures, which acknowledgements of other keys do not clear.
+	Window    bool
+	Ahead     Ahead
+	Attempts  uint32
+	LastError string
+	// RetryAt, with Window and not Idle, is when the registration is due
+	// next: now when more is waiting, or the earliest backoff of a failing
+	// message, or the end of a pause its receiver asked for.
+	RetryAt time.Time
 }
 
 // ListOptions filter and page a listing. After is the id the previous page

@@ -303,13 +303,7 @@ func (db *DB) Advance(ctx context.Context, id string, p Progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	pr := progress{
-		nextSeq:   p.NextSeq,
-		delivered: p.Delivered,
-		idle:      p.Idle,
-		complete:  p.Complete,
-		at:        db.now(),
-	}
+	pr := progress{Progress: p, at: db.now()}
 	// Progress already pending knows the row's incarnation; only the first
 	// Advance of a flush window reads it, so a busy row costs no read.
 	if db.wb.addPending(id, pr) {

@@ -28,6 +28,7 @@ func Fresh(r Registration, now time.Time) Registration {
 	r.CreatedAt = now
 	r.UpdatedAt = now
 	r.CompletedAt = time.Time{}
+	r.Ahead = nil
 	r.NextAttemptAt = DueAt(r.NextAttemptAt, now)
 	return r
 }
@@ -110,6 +111,8 @@ func ApplyUnpark(r *Registration, at, now time.Time) bool {
 func ApplyRewind(r *Registration, seq uint64, at, now time.Time) {
 	r.Furthest = r.HighWater()
 	r.NextSeq = seq
+	// What was acknowledged ahead of the old cursor is replayed too.
+	r.Ahead = nil
 	r.Attempts = 0
 	if r.State == Active {
 		r.LastError = ""
@@ -119,8 +122,15 @@ func ApplyRewind(r *Registration, seq uint64, at, now time.Time) {
 
 // Then merges the older progress p with the newer q: the cursor is the
 // larger, counts add up, the latest Advance says whether the row is idle,
-// and completion, once acknowledged, stays.
+// and completion, once acknowledged, stays. A window goes with the cursor
+// it was taken at: the newer one, unless the older stood further.
 func (p Progress) Then(q Progress) Progress {
+	if p.Window && (!q.Window || p.NextSeq > q.NextSeq) {
+		if !q.Window {
+			q.Attempts, q.LastError = p.Attempts, p.LastError
+		}
+		q.Window, q.Ahead = true, p.Ahead
+	}
 	q.NextSeq = max(p.NextSeq, q.NextSeq)
 	q.Delivered += p.Delivered
 	q.Complete = q.Complete || p.Complete
@@ -133,8 +143,16 @@ func (p Progress) Then(q Progress) Progress {
 // an active or parked row to Completed. On an active row the failure count
 // clears, and the row goes idle when p is, or stays due (at `at` when it
 // was idle before) when not.
+//
+// A window (see Progress.Window) replaces the acknowledged set unless the
+// row's cursor already stands past the window's, and keeps the failures
+// of its oldest unacknowledged message instead of clearing them.
 func (p Progress) ApplyTo(r *Registration, at time.Time) {
+	if p.Window && p.NextSeq >= r.NextSeq {
+		r.Ahead = p.Ahead
+	}
 	r.NextSeq = max(r.NextSeq, p.NextSeq)
+	r.Ahead = r.Ahead.Trim(r.NextSeq)
 	r.Delivered += p.Delivered
 	r.UpdatedAt = at
 	switch {
@@ -148,9 +166,15 @@ func (p Progress) ApplyTo(r *Registration, at time.Time) {
 	case r.State == Active:
 		r.Attempts = 0
 		r.LastError = ""
-		if p.Idle {
+		if p.Window {
+			r.Attempts, r.LastError = p.Attempts, ClipError(p.LastError)
+		}
+		switch {
+		case p.Idle:
 			r.NextAttemptAt = time.Time{}
-		} else if r.NextAttemptAt.IsZero() {
+		case p.Window && !p.RetryAt.IsZero():
+			r.NextAttemptAt = p.RetryAt.UTC()
+		case r.NextAttemptAt.IsZero():
 			r.NextAttemptAt = at
 		}
 	}

@@ -9,21 +9,13 @@ import (
 // Advances. Invariant: it only ever holds what a receiver acknowledged, so
 // losing it in a crash repeats deliveries and never skips one.
 type progress struct {
+	Progress
 	// inc is the incarnation of the row the progress was acknowledged on;
 	// progress never applies to another incarnation.
-	inc       uint64
-	nextSeq   uint64
-	delivered uint64
-	idle      bool
-	complete  bool
+	inc uint64
 	// at is the store's clock at the latest Advance: UpdatedAt, and
 	// CompletedAt when complete.
 	at time.Time
-}
-
-// public is p as the exported Progress the transitions take.
-func (p progress) public() Progress {
-	return Progress{NextSeq: p.nextSeq, Delivered: p.delivered, Idle: p.idle, Complete: p.complete}
 }
 
 // then merges the older progress p with the newer q (see Progress.Then);
@@ -32,14 +24,13 @@ func (p progress) then(q progress) progress {
 	if p.inc != q.inc {
 		return q
 	}
-	m := p.public().Then(q.public())
-	q.nextSeq, q.delivered, q.complete = m.NextSeq, m.Delivered, m.Complete
+	q.Progress = p.Progress.Then(q.Progress)
 	return q
 }
 
 // apply folds p into r, whose incarnation the caller has matched (see
 // Progress.ApplyTo).
-func (p progress) apply(r *Registration) { p.public().ApplyTo(r, p.at) }
+func (p progress) apply(r *Registration) { p.ApplyTo(r, p.at) }
 
 // writeBehind holds acknowledged progress between Advance and the write
 // transaction that makes it durable.
@@ -187,7 +178,7 @@ func (w *writeBehind) completing(readTx int) map[string]progress {
 	defer w.mu.Unlock()
 	out := make(map[string]progress)
 	add := func(id string) {
-		if p, ok := w.lookupLocked(readTx, id); ok && p.complete {
+		if p, ok := w.lookupLocked(readTx, id); ok && p.Complete {
 			out[id] = p
 		}
 	}
