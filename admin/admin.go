@@ -76,6 +76,9 @@ type Options struct {
 	// Cluster, with several bridges on one store, adds owner to every
 	// registration and serves GET /v1/cluster; nil runs alone.
 	Cluster Cluster
+	// InFlight tells each registration's POSTs in flight for answers'
+	// inFlight; nil answers 0.
+	InFlight InFlight
 	// Attempts reads the attempt log; nil (the log is off) answers the
 	// attempts routes with empty lists.
 	Attempts Attempts
@@ -105,6 +108,7 @@ type server struct {
 	waker   Waker
 	// clusterOf is nil for a bridge alone.
 	clusterOf Cluster
+	inFlight  InFlight
 	attempts  Attempts
 	resender  Resender
 	events    Events
@@ -137,6 +141,7 @@ func New(opts Options) http.Handler {
 		guard:     opts.Guard,
 		waker:     opts.Waker,
 		clusterOf: opts.Cluster,
+		inFlight:  opts.InFlight,
 		attempts:  opts.Attempts,
 		resender:  opts.Resender,
 		events:    opts.Events,

@@ -38,6 +38,11 @@ func FuzzCreateRegistration(f *testing.F) {
 		`{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","start":{"seq":1,"time":"x"}}`,
 		`[{"namespace":"outbox"}]`,
 		`{"id":"..","namespace":"outbox","subject":"journal.>","url":"https://a.example/"}`,
+		`{"namespace":"outbox","subject":"journal.orders.>","url":"https://a.example/","ordering":{"key":"tokens:3,1","maxInFlight":256}}`,
+		`{"namespace":"outbox","subject":"journal.orders.>","url":"https://a.example/","ordering":{"key":"header:Nats-Msg-Id"}}`,
+		`{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","ordering":{"key":"tokens:01,2","maxInFlight":0}}`,
+		`{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","ordering":{"key":"none"},"batch":{}}`,
+		`{"namespace":"a2a","taskId":"t","url":"https://agent.example/","ordering":{"key":"subject"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -135,6 +140,9 @@ type contractRequest struct {
 	Headers   map[string]string  `json:"headers"`
 	TLS       *contractTLS       `json:"tls"`
 	RateLimit *contractRateLimit `json:"rateLimit"`
+
+	// CONTRACT.md §12.
+	Ordering *contractOrdering `json:"ordering"`
 }
 
 type contractAuth struct {
@@ -189,8 +197,11 @@ func contractValid(body []byte, last uint64) error {
 		if err := batchValid(r.Batch); err != nil {
 			return err
 		}
+		if err := orderingValid(r.Ordering, r.Batch != nil); err != nil {
+			return err
+		}
 	case "a2a":
-		if r.Format != nil && *r.Format != "" || r.DataContentType != nil && *r.DataContentType != "" || r.Batch != nil {
+		if r.Format != nil && *r.Format != "" || r.DataContentType != nil && *r.DataContentType != "" || r.Batch != nil || r.Ordering != nil {
 			return errors.New("outbox-only field on a2a")
 		}
 		if r.TaskID == "" || strings.ContainsAny(r.TaskID, ".*>") || strings.ContainsFunc(r.TaskID, spaceOrControl) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -21,12 +22,19 @@ type contractTLS struct {
 	ServerName        string `json:"serverName"`
 }
 
+// contractOrdering is CONTRACT.md §12 read afresh.
+type contractOrdering struct {
+	Key         *string      `json:"key"`
+	MaxInFlight *json.Number `json:"maxInFlight"`
+}
+
 type contractRateLimit struct {
 	PerSecond *json.Number `json:"perSecond"`
 	Burst     *json.Number `json:"burst"`
 }
 
 var (
+	tokensKey  = regexp.MustCompile(`^tokens:[1-9][0-9]*(,[1-9][0-9]*)*$`)
 	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 	hostLabel  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
 )
@@ -122,6 +130,48 @@ func rateLimitValid(r *contractRateLimit) error {
 		if b, err := r.Burst.Int64(); err != nil || b < 1 || b > 10000 {
 			return fmt.Errorf("rateLimit.burst %s", *r.Burst)
 		}
+	}
+	return nil
+}
+
+// orderingValid says why o breaks §12: a key of no known form, token
+// positions that are not distinct numbers from 1 (written without sign or
+// leading zero), a header name that is not one, a maxInFlight outside
+// 1–256, or ordering beside batch.
+func orderingValid(o *contractOrdering, batch bool) error {
+	if o == nil {
+		return nil
+	}
+	if batch {
+		return errors.New("ordering with batch")
+	}
+	if o.MaxInFlight != nil {
+		if n, err := o.MaxInFlight.Int64(); err != nil || n < 1 || n > 256 {
+			return fmt.Errorf("ordering.maxInFlight %s", *o.MaxInFlight)
+		}
+	}
+	if o.Key == nil {
+		return errors.New("ordering.key missing")
+	}
+	key := *o.Key
+	switch {
+	case key == "registration" || key == "subject" || key == "none":
+		return nil
+	case strings.HasPrefix(key, "header:"):
+		if !headerName.MatchString(strings.TrimPrefix(key, "header:")) {
+			return fmt.Errorf("ordering.key %q", key)
+		}
+		return nil
+	case !tokensKey.MatchString(key):
+		return fmt.Errorf("ordering.key %q", key)
+	}
+	seen := map[int64]bool{}
+	for _, tok := range strings.Split(strings.TrimPrefix(key, "tokens:"), ",") {
+		n, err := strconv.ParseInt(tok, 10, 64)
+		if err != nil || seen[n] {
+			return fmt.Errorf("ordering.key %q", key)
+		}
+		seen[n] = true
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 		s.announce(events.Created, stored)
 	}
 	if len(answer) == 0 { // no idempotency key: nothing was rendered yet
-		if answer, err = s.renderRegistration(stored); err != nil {
+		if answer, err = s.renderCreated(stored); err != nil {
 			return fmt.Errorf("rendering the registration: %w", err)
 		}
 	}
@@ -109,7 +109,7 @@ func (s *server) idempotency(r *http.Request, body []byte) (*cursor.Idempotency,
 	if err != nil {
 		return nil, err
 	}
-	return &cursor.Idempotency{Key: key, Hash: hash, Answer: s.renderRegistration}, nil
+	return &cursor.Idempotency{Key: key, Hash: hash, Answer: s.renderCreated}, nil
 }
 
 // newID names a registration created without an id: 96 random bits, so

@@ -47,6 +47,8 @@ type registrationRequest struct {
 	// parsed on its own because it is either a string or an object.
 	Start json.RawMessage `json:"start"`
 	Batch *batchRequest   `json:"batch"`
+	// Ordering is outbox only (ordering.go).
+	Ordering *orderingRequest `json:"ordering"`
 	// Receiver options, either namespace (options.go).
 	Headers   map[string]string `json:"headers"`
 	TLS       *cursor.TLS       `json:"tls"`
@@ -167,8 +169,11 @@ func outboxConfig(c *cursor.Config, req *registrationRequest) error {
 		}
 	}
 	batch, err := validBatch(req.Batch)
+	if err != nil {
+		return err
+	}
 	c.Batch = batch
-	return err
+	return validOrdering(c, req.Ordering)
 }
 
 func a2aConfig(c *cursor.Config, req *registrationRequest) error {
@@ -179,6 +184,8 @@ func a2aConfig(c *cursor.Config, req *registrationRequest) error {
 		return invalid("dataContentType applies to outbox registrations only")
 	case req.Batch != nil:
 		return invalid("batch applies to outbox registrations only")
+	case req.Ordering != nil:
+		return invalid("ordering applies to outbox registrations only: a task's events are one sequence")
 	case req.TaskID == "":
 		return invalid("taskId is required for a2a registrations")
 	}

@@ -46,6 +46,14 @@ type Registration struct {
 	Headers   map[string]string `json:"headers,omitempty"`
 	TLS       *TLS              `json:"tls,omitempty"`
 	RateLimit *RateLimit        `json:"rateLimit,omitempty"`
+
+	// Ordering is echoed as registered, maxInFlight filled in (outbox).
+	Ordering *Ordering `json:"ordering,omitempty"`
+	// InFlight is how many POSTs of the registration this bridge has in
+	// flight now; Ahead how many messages past NextSeq the receiver has
+	// already acknowledged (CONTRACT §12).
+	InFlight int `json:"inFlight"`
+	Ahead    int `json:"ahead"`
 }
 
 // Batch is a registration's batch limits; the ones left out take the
@@ -88,6 +96,8 @@ func viewOf(r cursor.Registration) Registration {
 		UpdatedAt:       r.UpdatedAt.UTC(),
 		CompletedAt:     utcOrNil(r.CompletedAt),
 		Delivered:       r.Delivered,
+		Ordering:        orderingView(r.Ordering),
+		Ahead:           len(r.Ahead),
 	}
 	v.Headers, v.TLS, v.RateLimit = r.Headers, tlsView(r.TLS), rateLimitView(r.RateLimit)
 	if r.AuthScheme != "" {
@@ -112,9 +122,13 @@ func utcOrNil(t time.Time) *time.Time {
 }
 
 // view is r as this bridge answers it: with its owner when bridges
-// share the store.
+// share the store, and its POSTs in flight here.
 func (s *server) view(r cursor.Registration) Registration {
-	return viewWith(r, s.head, s.clusterOf)
+	v := viewWith(r, s.head, s.clusterOf)
+	if s.inFlight != nil {
+		v.InFlight = s.inFlight.InFlight(r.ID)
+	}
+	return v
 }
 
 func viewWith(r cursor.Registration, h *head, c Cluster) Registration {
@@ -145,7 +159,14 @@ func NewViewer(j Journal, c Cluster) *Viewer { return &Viewer{head: &head{journa
 func (v *Viewer) View(r cursor.Registration) Registration { return viewWith(r, v.head, v.cluster) }
 
 // renderRegistration is the body of every answer that is one
-// registration, including the one stored beside an idempotency key.
+// registration.
 func (s *server) renderRegistration(r cursor.Registration) ([]byte, error) {
 	return encodeJSON(s.view(r))
+}
+
+// renderCreated is the answer to a create, the one stored beside an
+// idempotency key too: a registration just stored has nothing in flight,
+// and the delivery engine is not asked while the store holds its write.
+func (s *server) renderCreated(r cursor.Registration) ([]byte, error) {
+	return encodeJSON(viewWith(r, s.head, s.clusterOf))
 }
