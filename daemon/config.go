@@ -133,8 +133,11 @@ type Config struct {
 	// addresses, for tests and demos only (--a2a-allow-loopback).
 	A2AAllowLoopback bool
 
-	// MaxInFlight is how many receivers one sweep talks to at once
-	// (--max-in-flight).
+	// MaxInFlight is how many POSTs the whole bridge has in flight at
+	// once (--max-in-flight, CONTRACT §12): a registration without
+	// ordering takes one of them, a keyed one up to its
+	// ordering.maxInFlight, and none more than its fair share while
+	// others wait.
 	MaxInFlight int
 	// MaxAttempts is the consecutive failures before a registration is
 	// parked (--max-attempts).
@@ -278,7 +281,7 @@ func (c *Config) validateDelivery() error {
 	}
 	switch {
 	case c.MaxInFlight <= 0:
-		return configErr("MaxInFlight", "%s must be at least 1, got %d: zero would contact no receiver while reporting a quiet plane", c.MaxInFlight)
+		return configErr("MaxInFlight", "%s must be at least 1, got %d: zero would POST nothing while reporting a quiet plane", c.MaxInFlight)
 	case c.MaxAttempts <= 0:
 		return configErr("MaxAttempts", "%s must be at least 1, got %d", c.MaxAttempts)
 	case c.RequestTimeout <= 0:

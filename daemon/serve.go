@@ -146,6 +146,7 @@ func serve(ctx context.Context, d *Daemon) error {
 		Journal:  journalBounds{reader},
 		Guard:    guard,
 		Waker:    daemon,
+		InFlight: daemon,
 		Attempts: attemptReader(attempts),
 		Resender: daemon,
 		Events:   announcer,

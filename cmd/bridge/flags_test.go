@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetstream-bridge/bridge/bridge"
 )
 
 func TestParseFlagsEnvironment(t *testing.T) {
@@ -13,7 +15,7 @@ func TestParseFlagsEnvironment(t *testing.T) {
 	newSet := func() (*flag.FlagSet, *string, *int, *time.Duration, *bool) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		return fs, fs.String("data-dir", "./bridge-data", ""), fs.Int("max-in-flight", 16, ""),
+		return fs, fs.String("data-dir", "./bridge-data", ""), fs.Int("max-in-flight", bridge.DefaultMaxInFlight, ""),
 			fs.Duration("request-timeout", 15*time.Second, ""), fs.Bool("create-stream", false, "")
 	}
 	t.Setenv("BRIDGE_DATA_DIR", "/from/env")

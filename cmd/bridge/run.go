@@ -109,7 +109,7 @@ func runFlags(stderr io.Writer) (*flag.FlagSet, *runSettings) {
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /v1/*; empty generates one into <data-dir>/admin-token")
 	fs.StringVar(&s.a2aAllowHosts, "a2a-allow-hosts", "", "comma-separated exact hosts A2A webhooks may use (empty = any public host)")
 	fs.BoolVar(&c.A2AAllowLoopback, "a2a-allow-loopback", false, "let A2A webhooks use http:// on loopback addresses (tests, demos)")
-	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "receivers one sweep talks to at once")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "POSTs of the whole bridge at once; a registration without ordering takes one, a keyed one up to its ordering.maxInFlight")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "consecutive failures before a registration is parked")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "timeout of one POST")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest an acknowledged cursor waits to be made durable: what a crash can repeat")

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/daemon"
 )
 
@@ -69,5 +71,18 @@ func TestEveryConfigFieldHasItsFlag(t *testing.T) {
 		case fs.Lookup(name) == nil:
 			t.Errorf("Config.%s maps to --%s, which bridge run does not have", f.Name, name)
 		}
+	}
+}
+
+// --max-in-flight bounds the POSTs of the whole bridge (CONTRACT §12),
+// and defaults to the engine's own bound.
+func TestMaxInFlightIsTheBridgesBound(t *testing.T) {
+	fs, _ := runFlags(io.Discard)
+	f := fs.Lookup("max-in-flight")
+	if f.DefValue != strconv.Itoa(bridge.DefaultMaxInFlight) {
+		t.Errorf("--max-in-flight defaults to %s, want bridge.DefaultMaxInFlight %d", f.DefValue, bridge.DefaultMaxInFlight)
+	}
+	if !strings.Contains(f.Usage, "POSTs of the whole bridge") || !strings.Contains(f.Usage, "without ordering takes one") {
+		t.Errorf("--max-in-flight says %q", f.Usage)
 	}
 }
