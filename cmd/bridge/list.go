@@ -87,22 +87,49 @@ func writeJSONList(w io.Writer, rows []json.RawMessage) error {
 	return enc.Encode(listAnswer{Registrations: rows})
 }
 
-func printTable(w io.Writer, rows []json.RawMessage) error {
-	if len(rows) == 0 {
+func printTable(w io.Writer, raws []json.RawMessage) error {
+	if len(raws) == 0 {
 		_, err := fmt.Fprintln(w, "no registrations")
 		return err
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tNAMESPACE\tSTATE\tNEXT SEQ\tATTEMPTS\tDELIVERED\tURL\tLAST ERROR")
-	for _, raw := range rows {
-		var r admin.Registration
-		if err := decodeAnswer(raw, &r); err != nil {
+	rows := make([]admin.Registration, len(raws))
+	keyed := false
+	for i, raw := range raws {
+		if err := decodeAnswer(raw, &rows[i]); err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.Namespace, r.State, r.NextSeq,
-			r.Attempts, r.Delivered, hostOf(r.URL), clip(oneLine(r.LastError), maxLastErrorWidth))
+		keyed = keyed || windowed(rows[i])
+	}
+	// The ordering columns come only when a registration is keyed: the
+	// rest deliver one POST at a time with nothing ahead.
+	orderHead := ""
+	if keyed {
+		orderHead = "ORDER\tIN FLIGHT\tAHEAD\t"
+	}
+	tw := newTable(w)
+	fmt.Fprintf(tw, "ID\tNAMESPACE\tSTATE\tNEXT SEQ\tATTEMPTS\tDELIVERED\t%sURL\tLAST ERROR\n", orderHead)
+	for _, r := range rows {
+		order := ""
+		if keyed {
+			order = fmt.Sprintf("%s\t%d\t%d\t", orderKey(r), r.InFlight, r.Ahead)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s%s\t%s\n", r.ID, r.Namespace, r.State, r.NextSeq,
+			r.Attempts, r.Delivered, order, hostOf(r.URL), clip(oneLine(r.LastError), maxLastErrorWidth))
 	}
 	return tw.Flush()
+}
+
+// orderKey is a registration's ordering key and its POSTs at once, in a
+// table cell; "-" without ordering, and the key alone for the whole
+// registration's order, one POST at a time.
+func orderKey(r admin.Registration) string {
+	switch {
+	case r.Ordering == nil:
+		return "-"
+	case r.Ordering.Key == "registration":
+		return r.Ordering.Key
+	}
+	return fmt.Sprintf("%s/%d", r.Ordering.Key, r.Ordering.MaxInFlight)
 }
 
 func newTable(w io.Writer) *tabwriter.Writer {

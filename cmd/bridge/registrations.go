@@ -17,7 +17,8 @@ import (
 const registerSynopsis = "[--id ID] --namespace outbox|a2a (--subject F | --task-id T) --url URL " +
 	"[--format binary|structured] [--data-content-type CT] [--secret whsec_...] [--token T] " +
 	"[--auth-scheme S --auth-credentials C] [--start new|first|SEQ|RFC3339] " +
-	"[--batch-max-events N] [--batch-max-bytes N] [--batch-max-delay D] [--idempotency-key K] [--json]"
+	"[--batch-max-events N] [--batch-max-bytes N] [--batch-max-delay D] " +
+	"[--order-key KEY [--order-max-in-flight N]] [--idempotency-key K] [--json]"
 
 // authBody is the authentication a create asks for; answers name the
 // scheme only (admin.Authentication).
@@ -29,18 +30,26 @@ type authBody struct {
 // registerRequest is the create body; empty fields are left out so the
 // API's defaults apply.
 type registerRequest struct {
-	ID              string       `json:"id,omitempty"`
-	Namespace       string       `json:"namespace"`
-	Subject         string       `json:"subject,omitempty"`
-	TaskID          string       `json:"taskId,omitempty"`
-	URL             string       `json:"url"`
-	Format          string       `json:"format,omitempty"`
-	DataContentType string       `json:"dataContentType,omitempty"`
-	Secret          string       `json:"secret,omitempty"`
-	Token           string       `json:"token,omitempty"`
-	Authentication  *authBody    `json:"authentication,omitempty"`
-	Start           any          `json:"start,omitempty"`
-	Batch           *admin.Batch `json:"batch,omitempty"`
+	ID              string        `json:"id,omitempty"`
+	Namespace       string        `json:"namespace"`
+	Subject         string        `json:"subject,omitempty"`
+	TaskID          string        `json:"taskId,omitempty"`
+	URL             string        `json:"url"`
+	Format          string        `json:"format,omitempty"`
+	DataContentType string        `json:"dataContentType,omitempty"`
+	Secret          string        `json:"secret,omitempty"`
+	Token           string        `json:"token,omitempty"`
+	Authentication  *authBody     `json:"authentication,omitempty"`
+	Start           any           `json:"start,omitempty"`
+	Batch           *admin.Batch  `json:"batch,omitempty"`
+	Ordering        *orderingBody `json:"ordering,omitempty"`
+}
+
+// orderingBody is the ordering a create asks for; an absent maxInFlight
+// takes the API's default.
+type orderingBody struct {
+	Key         string `json:"key"`
+	MaxInFlight int    `json:"maxInFlight,omitempty"`
 }
 
 func cmdRegister(ctx context.Context, s *session, args []string) error {
@@ -63,8 +72,12 @@ func cmdRegister(ctx context.Context, s *session, args []string) error {
 		header = http.Header{"Idempotency-Key": {rf.idemKey}}
 	}
 	return s.callRegistration(ctx, cf, "POST", "/v1/registrations", req, header, func(r admin.Registration) {
-		fmt.Fprintf(s.out, "registered %s: %s %s -> %s, %s, next sequence %d\n",
+		fmt.Fprintf(s.out, "registered %s: %s %s -> %s, %s, next sequence %d",
 			r.ID, r.Namespace, r.Subject, hostOf(r.URL), r.State, r.NextSeq)
+		if r.Ordering != nil {
+			fmt.Fprintf(s.out, ", ordered by %s", describeOrdering(*r.Ordering))
+		}
+		fmt.Fprintln(s.out)
 	})
 }
 
@@ -74,6 +87,8 @@ type registerFlags struct {
 	req            registerRequest
 	auth           authBody
 	batch          admin.Batch
+	ordering       orderingBody
+	orderInFlight  bool // --order-max-in-flight was given
 	start, idemKey string
 }
 
@@ -93,6 +108,15 @@ func (f *registerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.batch.MaxEvents, "batch-max-events", 0, "CloudEvents batch mode: events per POST (outbox)")
 	fs.IntVar(&f.batch.MaxBytes, "batch-max-bytes", 0, "CloudEvents batch mode: bytes per POST (outbox)")
 	fs.StringVar(&f.batch.MaxDelay, "batch-max-delay", "", "CloudEvents batch mode: longest wait, e.g. 50ms (outbox)")
+	fs.StringVar(&f.ordering.Key, "order-key", "", "what stays in order: registration, subject, tokens:N[,M...], header:<Name> or none (outbox)")
+	fs.Func("order-max-in-flight", "POSTs of the registration at once, 1-256, with --order-key (default 16)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		f.ordering.MaxInFlight, f.orderInFlight = n, true
+		return nil
+	})
 	fs.StringVar(&f.idemKey, "idempotency-key", "", "Idempotency-Key header: a retry with the same key creates nothing new")
 }
 
@@ -109,6 +133,11 @@ func (f *registerFlags) request() (registerRequest, error) {
 		return req, usagef("--subject or --task-id is required")
 	case (f.auth.Scheme == "") != (f.auth.Credentials == ""):
 		return req, usagef("--auth-scheme and --auth-credentials go together")
+	case f.orderInFlight && f.ordering.Key == "":
+		return req, usagef("--order-max-in-flight needs --order-key")
+	}
+	if f.ordering.Key != "" {
+		req.Ordering = &f.ordering
 	}
 	if f.auth.Scheme != "" {
 		req.Authentication = &f.auth
@@ -289,12 +318,19 @@ func (s *session) printRegistration(r admin.Registration) {
 	if r.Authentication != nil {
 		row("authentication", r.Authentication.Scheme)
 	}
+	if r.Ordering != nil {
+		row("ordering", describeOrdering(*r.Ordering))
+	}
 	row("state", r.State)
 	row("next sequence", r.NextSeq)
 	row("attempts", r.Attempts)
 	row("next attempt at", timeOrDash(r.NextAttemptAt))
 	row("last error", orDash(r.LastError))
 	row("delivered", r.Delivered)
+	if windowed(r) {
+		row("in flight", r.InFlight)
+		row("ahead", r.Ahead)
+	}
 	row("created at", r.CreatedAt.Format(time.RFC3339))
 	row("updated at", r.UpdatedAt.Format(time.RFC3339))
 	if r.CompletedAt != nil {
@@ -320,6 +356,23 @@ func describeBatch(b admin.Batch) string {
 		return "on, with the default limits"
 	}
 	return "on, " + strings.Join(parts, ", ")
+}
+
+// describeOrdering says what stays in order and how many POSTs may be in
+// flight; the whole registration's order is one POST at a time, whatever
+// maxInFlight says.
+func describeOrdering(o admin.Ordering) string {
+	if o.Key == "registration" {
+		return "registration (one POST at a time)"
+	}
+	return fmt.Sprintf("%s, up to %d in flight", o.Key, o.MaxInFlight)
+}
+
+// windowed reports whether r is delivered with ordering keys, or still
+// holds messages acknowledged past its cursor from when it was: then
+// its POSTs in flight and what is ahead of its cursor are worth showing.
+func windowed(r admin.Registration) bool {
+	return r.Ordering != nil && r.Ordering.Key != "registration" || r.Ahead > 0
 }
 
 func yesNo(b bool) string {
