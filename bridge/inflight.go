@@ -1,7 +1,37 @@
 package bridge
 
+import "sync"
+
+// inFlight counts the POSTs of each registration that were sent and not
+// yet answered: the answer's inFlight (CONTRACT §12) and the namespace's
+// bridge_posts_in_flight. An entry lives only while its count is above
+// zero, so idle registrations cost nothing here.
+type inFlight struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (f *inFlight) add(id string, d int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = make(map[string]int)
+	}
+	if v := f.n[id] + d; v > 0 {
+		f.n[id] = v
+	} else {
+		delete(f.n, id)
+	}
+}
+
+func (f *inFlight) of(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n[id]
+}
+
 // InFlight is how many POSTs of registration id this worker has in flight.
-func (w *Worker) InFlight(id string) int { return 0 }
+func (w *Worker) InFlight(id string) int { return w.inFlight.of(id) }
 
 // InFlight is how many POSTs of registration id this bridge has in flight
 // (CONTRACT §12's inFlight), over every namespace's worker.

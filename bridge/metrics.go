@@ -20,6 +20,7 @@ type Metrics struct {
 	completed  *prometheus.CounterVec
 	saturated  *prometheus.CounterVec
 	unserved   *prometheus.GaugeVec
+	inFlight   *prometheus.GaugeVec
 }
 
 // NewMetrics creates the series and registers them with reg.
@@ -64,9 +65,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bridge_unserved_due_registrations",
 			Help: "Due registrations of the other namespace seen by this namespace's worker at its last dispatch.",
 		}, ns),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bridge_posts_in_flight",
+			Help: "POSTs sent and not yet answered, by namespace; --max-in-flight bounds their sum.",
+		}, ns),
 	}
 	reg.MustRegister(m.deliveries, m.duration, m.latency, m.skippedMsg, m.records,
-		m.parked, m.completed, m.saturated, m.unserved)
+		m.parked, m.completed, m.saturated, m.unserved, m.inFlight)
 	return m
 }
 
@@ -78,6 +83,7 @@ type deliverySeries struct {
 	ns                string
 	byClass           map[string]prometheus.Counter
 	duration, latency prometheus.Observer
+	inFlight          prometheus.Gauge
 }
 
 // forNamespace resolves ns's delivery series; nil records nothing.
@@ -89,12 +95,20 @@ func (m *Metrics) forNamespace(ns string) *deliverySeries {
 		m: m, ns: ns, byClass: make(map[string]prometheus.Counter),
 		duration: m.duration.WithLabelValues(ns),
 		latency:  m.latency.WithLabelValues(ns),
+		inFlight: m.inFlight.WithLabelValues(ns),
 	}
 	for _, c := range []string{webhook.Class2xx, webhook.Class3xx, webhook.Class4xx,
 		webhook.Class5xx, webhook.ClassTransport, webhook.ClassRefused} {
 		s.byClass[c] = m.deliveries.WithLabelValues(ns, c)
 	}
 	return s
+}
+
+// posting counts a POST leaving (+1) or answered (-1).
+func (s *deliverySeries) posting(d float64) {
+	if s != nil {
+		s.inFlight.Add(d)
+	}
 }
 
 // delivery records one POST; stored is when the stream stored its message.

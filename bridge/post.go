@@ -18,5 +18,11 @@ func (w *Worker) post(ctx context.Context, reg *cursor.Registration, seq uint64,
 		return o
 	}
 	req.Pace = w.paceOf(reg)
+	w.inFlight.add(reg.ID, 1)
+	w.series.posting(1)
+	defer func() {
+		w.inFlight.add(reg.ID, -1)
+		w.series.posting(-1)
+	}()
 	return w.send(ctx, reg, seq, attempt, req)
 }

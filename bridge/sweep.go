@@ -29,7 +29,11 @@ type scheduler struct {
 	// wakes the dispatcher only then, or for a woken row, so a live
 	// message's turn does not wake a second goroutine for nothing.
 	waiting bool
-	kick    chan struct{}
+	// extra counts the POST slots keyed turns hold beyond their claim
+	// (see grow): a slot is a claim or an extra, and the two together
+	// never exceed the worker's limit.
+	extra int
+	kick  chan struct{}
 }
 
 func newScheduler() *scheduler {
@@ -132,7 +136,7 @@ func (s *scheduler) claimOrWake(id string, limit int) bool {
 }
 
 func (s *scheduler) claimLocked(id string, limit int) bool {
-	if _, busy := s.inflight[id]; busy || len(s.inflight) >= limit {
+	if _, busy := s.inflight[id]; busy || s.usedLocked() >= limit {
 		return false
 	}
 	s.inflight[id] = struct{}{}
@@ -149,7 +153,7 @@ func (s *scheduler) again(id string, limit int) bool {
 	s.mu.Lock()
 	_, woken := s.woken[id]
 	_, deferred := s.deferred[id]
-	keep := woken && !deferred && !s.waiting && (len(s.inflight) < limit || len(s.woken) == 1)
+	keep := woken && !deferred && !s.waiting && (s.usedLocked() < limit || len(s.woken) == 1)
 	look := false
 	if keep {
 		delete(s.woken, id)
@@ -180,13 +184,64 @@ func (s *scheduler) releaseLocked(id string) bool {
 	return s.waiting || len(s.woken) > 0
 }
 
-// contended reports that every slot is in a turn and another
-// registration waits for one: woken and not in a turn (more woken ids
-// than turns means one at least is not in one), or due rows left unread.
+// contended reports that every slot is in use and another registration
+// waits for one.
 func (s *scheduler) contended(limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.inflight) >= limit && (s.waiting || len(s.woken) > len(s.inflight))
+	return s.usedLocked() >= limit && s.othersWaitLocked()
+}
+
+// othersWaitLocked reports that a registration waits for a slot: woken
+// and not in a turn (more woken ids than turns means one at least is not
+// in one), or due rows left unread.
+func (s *scheduler) othersWaitLocked() bool {
+	return s.waiting || len(s.woken) > len(s.inflight)
+}
+
+// usedLocked is the slots in use: claims and keyed turns' extras.
+func (s *scheduler) usedLocked() int { return len(s.inflight) + s.extra }
+
+// grow gives a keyed turn that holds held slots one more, for one more
+// POST at once: when one is free and, while another registration waits
+// for a slot, only up to an equal share of them among the turns, so one
+// wide registration cannot starve the others.
+func (s *scheduler) grow(held, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usedLocked() >= limit {
+		return false
+	}
+	if s.othersWaitLocked() && held >= max(1, limit/(len(s.inflight)+1)) {
+		return false
+	}
+	s.extra++
+	return true
+}
+
+// shrink gives back a slot grow gave, and wakes the dispatcher when a
+// registration may be waiting for it.
+func (s *scheduler) shrink() {
+	s.mu.Lock()
+	s.extra--
+	look := s.waiting || len(s.woken) > 0
+	s.mu.Unlock()
+	if look {
+		s.poke()
+	}
+}
+
+// takeWake reports, and clears, a wake of id that came during its turn,
+// so a keyed turn reads the journal again while it has slots to fill
+// instead of ending to be woken.
+func (s *scheduler) takeWake(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.woken[id]; !ok {
+		return false
+	}
+	delete(s.woken, id)
+	return true
 }
 
 // handOff moves id's claim to a woken registration not in a turn, and
@@ -216,7 +271,7 @@ func (s *scheduler) setWaiting(v bool) {
 func (s *scheduler) busy() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.inflight)
+	return s.usedLocked()
 }
 
 // wokenIDs returns up to n woken ids that are not in a turn.
@@ -360,10 +415,12 @@ func (w *Worker) serve(ctx context.Context, id string, at time.Time) (progress, 
 
 // due reports whether reg may be served now: active, of this namespace,
 // and not waiting out a backoff (a new message does not cut a backoff
-// short; the receiver asked for the pause).
+// short; the receiver asked for the pause). A keyed registration's
+// backoffs are its failing messages', not its own: its turn lets the
+// other keys go and keeps the pauses (see serveKeyed).
 func (w *Worker) due(reg cursor.Registration, at time.Time) bool {
 	if reg.Namespace != w.ns || reg.State != cursor.Active {
 		return false
 	}
-	return reg.NextAttemptAt.IsZero() || !reg.NextAttemptAt.After(at)
+	return keyed(&reg) || reg.NextAttemptAt.IsZero() || !reg.NextAttemptAt.After(at)
 }

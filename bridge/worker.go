@@ -32,10 +32,12 @@ const (
 	// minutes and two hours of a receiver being down — a deploy or a
 	// certificate renewal, not a webhook that has gone away.
 	DefaultMaxAttempts = 32
-	// DefaultMaxInFlight is how many receivers one sweep talks to at once:
-	// enough that a few slow receivers cannot stall a sweep, few enough
-	// that a backlog is not answered by opening a thousand connections.
-	DefaultMaxInFlight = 16
+	// DefaultMaxInFlight is how many POSTs the bridge has in flight at
+	// once, over every registration: enough for four keyed registrations
+	// of the default width, or 64 receivers of strict ones, so a few slow
+	// receivers cannot stall the others; few enough that a backlog is not
+	// answered by opening a thousand connections.
+	DefaultMaxInFlight = 64
 	// DrainPage is how many journal messages one registration drains per
 	// turn. A page, not a ceiling: the registration stays due, so a deep
 	// backlog finishes over turns instead of holding a fan-out slot for its
@@ -57,9 +59,10 @@ type Sender interface {
 // Worker delivers the registrations of one namespace.
 //
 // Within one registration delivery is strictly sequential, because its
-// cursor promises that everything before it was acknowledged; across
-// registrations it is concurrent, bounded by MaxInFlight. A registration is
-// never in two turns at once.
+// cursor promises that everything before it was acknowledged, unless it
+// asked for ordering keys (see serveKeyed); across registrations it is
+// concurrent. Claims and the extra POSTs of keyed turns together stay
+// within MaxInFlight. A registration is never in two turns at once.
 type Worker struct {
 	store   cursor.Store
 	journal Journal
@@ -110,6 +113,10 @@ type Worker struct {
 	limits *limits
 	// tracer, when set, makes a span of every POST (see WithTracer).
 	tracer *tracing
+	// inFlight counts each registration's POSTs awaiting an answer.
+	inFlight inFlight
+	// keyed is what keyed registrations' turns remember between turns.
+	keyed keyedMemory
 }
 
 // Option configures a Worker.
@@ -128,9 +135,10 @@ func WithMaxAttempts(n int) Option {
 	}
 }
 
-// WithMaxInFlight sets how many receivers are contacted at once. Zero is
-// refused: a sweep that may contact nobody is an off switch spelled as a
-// setting, and it would report a quiet plane forever.
+// WithMaxInFlight sets how many POSTs the worker has in flight at once,
+// over every registration (a registration without ordering keys takes
+// one). Zero is refused: a worker that may contact nobody is an off
+// switch spelled as a setting, and it would report a quiet plane forever.
 func WithMaxInFlight(n int) Option {
 	return func(w *Worker) error {
 		if n <= 0 {
@@ -244,6 +252,9 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 		return t.p, false, nil
 	}
 	w.prefetch(ctx, reg, &page)
+	if keyed(&reg) {
+		return w.serveKeyed(ctx, t, &page)
+	}
 	if err := w.skip(ctx, t, &page); err != nil {
 		return t.p, false, err
 	}

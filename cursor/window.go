@@ -43,16 +43,20 @@ func (c *Config) Keyed() bool {
 // Ahead is the set of sequences past a registration's NextSeq that its
 // receiver already acknowledged, ascending and distinct.
 //
-// Invariant: every member is above NextSeq and below NextSeq+WindowSize.
-// It only ever holds acknowledged sequences, so losing it repeats POSTs
-// and never skips a message; a member that was not acknowledged would
-// skip one, which is why nothing but the delivery engine adds to it.
+// Invariant: every member is at or above NextSeq and below
+// NextSeq+WindowSize. NextSeq itself is a member only until the engine
+// reads past it: a cursor that stopped where the acknowledged set goes on
+// (a restart, a takeover) stands on a message acknowledged already, and
+// dropping it there would POST it again. It only ever holds acknowledged
+// sequences, so losing it repeats POSTs and never skips a message; a
+// member that was not acknowledged would skip one, which is why nothing
+// but the delivery engine adds to it.
 type Ahead []uint64
 
-// Trim returns a without the members at or below next, the cursor it now
-// stands past.
+// Trim returns a without the members below next, the cursor it now
+// stands on.
 func (a Ahead) Trim(next uint64) Ahead {
-	i, _ := slices.BinarySearch(a, next+1)
+	i, _ := slices.BinarySearch(a, next)
 	if i == 0 {
 		return a
 	}

@@ -1,0 +1,562 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jetstream-bridge/bridge/attempt"
+	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/events"
+	"github.com/jetstream-bridge/bridge/journal"
+	"github.com/jetstream-bridge/bridge/projection"
+)
+
+// A registration with ordering keys (CONTRACT §12) keeps many POSTs in
+// flight. Its cursor is a window: NextSeq is still the first message not
+// acknowledged, and what was acknowledged past it is kept in the row's
+// Ahead, so a restart or a takeover skips it. The seed's discipline holds
+// per key instead of per registration: a message is POSTed for the first
+// time only when no earlier message with its key is unacknowledged, and
+// nothing is ever remembered as acknowledged that was not answered 2xx.
+
+// keyed reports whether reg is served by the keyed engine: it asked for
+// ordering keys, or it has acknowledgements ahead of its cursor from a
+// time it did (a PUT back to strict order must not POST them again).
+func keyed(reg *cursor.Registration) bool {
+	return reg.Batch == nil && (reg.Keyed() || len(reg.Ahead) > 0)
+}
+
+// widthOf is how many POSTs of reg may be in flight at once.
+func widthOf(reg *cursor.Registration) int {
+	if !reg.Keyed() {
+		return 1
+	}
+	if n := reg.Ordering.MaxInFlight; n > 0 {
+		return n
+	}
+	return cursor.DefaultOrderMaxInFlight
+}
+
+// keyedMemory is what a keyed registration's turns hand on to its next
+// turn on this bridge: each failing message's streak and backoff, and
+// until when the registration cannot go on. It lives in memory only: a
+// restart or another bridge retries the failing messages at once, which
+// repeats no acknowledged message. Only one turn of an id runs at a time,
+// so a state taken out is the turn's alone until it is put back.
+type keyedMemory struct {
+	mu   sync.Mutex
+	regs map[string]*keyedState
+}
+
+type keyedState struct {
+	failing map[uint64]msgFailure
+	// holdUntil is when the registration may POST again: the end of a
+	// pause its receiver asked for (Retry-After on 429 or 503), or the
+	// earliest backoff of the failing keys that fill its window.
+	holdUntil time.Time
+}
+
+// msgFailure is one message's streak of failures.
+type msgFailure struct {
+	attempts uint32
+	retryAt  time.Time
+	err      string
+}
+
+func (m *keyedMemory) take(id string) *keyedState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st, ok := m.regs[id]; ok {
+		delete(m.regs, id)
+		return st
+	}
+	return &keyedState{failing: make(map[uint64]msgFailure)}
+}
+
+// put keeps st for id's next turn, unless it holds nothing.
+func (m *keyedMemory) put(id string, st *keyedState) {
+	if len(st.failing) == 0 && st.holdUntil.IsZero() {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.regs == nil {
+		m.regs = make(map[string]*keyedState)
+	}
+	m.regs[id] = st
+}
+
+// keyedRec is one loaded message of a keyed turn.
+type keyedRec struct {
+	rec     *projection.Record
+	key     string
+	posting bool
+	acked   bool
+}
+
+// landing is the end of one message's POSTs.
+type landing struct {
+	r *keyedRec
+	f *failure
+	p progress
+}
+
+// keyedTurn is one turn of a keyed registration: it reads the journal past
+// the cursor, up to WindowSize sequences ahead, and keeps up to its width
+// of POSTs in flight, each message starting once its key is free.
+type keyedTurn struct {
+	w         *Worker
+	t         *turn
+	ctx       context.Context
+	key       keyOf
+	unordered bool
+	width     int
+	st        *keyedState
+
+	// base is the first message not acknowledged, as far as this turn
+	// knows; acked holds what was acknowledged at or past it, ascending.
+	base  uint64
+	acked cursor.Ahead
+	// recs are the loaded messages at or past base, ascending; from is
+	// where the next read starts and next how far an idle cursor may go.
+	recs     []*keyedRec
+	from     uint64
+	next     uint64
+	caughtUp bool
+	// full says a read stopped at the window's end.
+	full bool
+
+	posting int
+	landed  chan landing
+	// stopped ends dispatching: the turn only waits for its POSTs.
+	stopped bool
+	// park, when set, is the failure the registration parks on once its
+	// POSTs have landed, after failures attempts.
+	park     *failure
+	failures uint32
+	// unsaved counts acknowledgements since the last Advance.
+	delivered uint64
+	records   int
+	blocked   map[string]struct{}
+}
+
+// serveKeyed runs the turn of a keyed registration from its first page.
+func (w *Worker) serveKeyed(ctx context.Context, t *turn, page *journal.Page) (progress, bool, error) {
+	key, unordered, err := orderKey(t.reg.Ordering)
+	if err != nil {
+		return t.p, false, w.park(ctx, t.reg, t.attempts, failure{seq: t.next, err: err.Error(), permanent: true}, &t.p)
+	}
+	if !t.reg.Keyed() {
+		unordered = false
+	}
+	k := &keyedTurn{
+		w: w, t: t, ctx: ctx, key: key, unordered: unordered, width: widthOf(&t.reg),
+		st:    w.keyed.take(t.reg.ID),
+		base:  t.next,
+		from:  t.next,
+		acked: slices.Clone(t.reg.Ahead.Trim(t.next)),
+	}
+	defer w.keyed.put(t.reg.ID, k.st)
+	k.landed = make(chan landing, k.width)
+	k.blocked = make(map[string]struct{})
+	if hold := k.st.holdUntil; hold.After(t.at) {
+		return t.p, false, k.save(hold)
+	}
+	k.st.holdUntil = time.Time{}
+	k.load(page)
+	more, err := k.run()
+	return t.p, more, err
+}
+
+// load takes page's records into the turn, up to the window's end.
+func (k *keyedTurn) load(page *journal.Page) {
+	if page.From > k.from {
+		k.skipped(page.From)
+	}
+	k.caughtUp, k.full = page.CaughtUp, false
+	for i := range page.Records {
+		rec := &page.Records[i]
+		if rec.Seq < k.from {
+			continue
+		}
+		if rec.Seq >= k.base+cursor.WindowSize {
+			k.from, k.caughtUp, k.full = rec.Seq, false, true
+			return
+		}
+		k.recs = append(k.recs, &keyedRec{rec: rec, key: k.key(rec), acked: k.acked.Contains(rec.Seq)})
+		k.from = rec.Seq + 1
+	}
+	k.from = max(k.from, page.Next)
+	k.next = page.Next
+	k.settle()
+}
+
+// skipped moves past messages the stream removed before this turn read
+// them, as the strict engine does: waiting for them would stall forever.
+func (k *keyedTurn) skipped(to uint64) {
+	w, id := k.w, k.t.reg.ID
+	n := to - k.from
+	w.log.Warn("journal messages removed by the stream before delivery; skipping them",
+		"registration", id, "from", k.from, "to", to, "skipped", n)
+	w.metrics.skipped(w.ns, n)
+	w.events.skipped(id, k.from, to-1)
+	k.t.p.skipped += int(n)
+	k.from = to
+}
+
+// settle drops the acknowledged messages at the front and moves base to
+// the first message not acknowledged.
+func (k *keyedTurn) settle() {
+	i := 0
+	for i < len(k.recs) && k.recs[i].acked {
+		i++
+	}
+	k.recs = k.recs[i:]
+	nb := k.from
+	if len(k.recs) > 0 {
+		nb = k.recs[0].rec.Seq
+	}
+	if nb == k.base {
+		return
+	}
+	k.base = nb
+	if i, _ := slices.BinarySearch(k.acked, nb); i > 0 {
+		k.acked = k.acked[i:]
+	}
+	for s := range k.st.failing {
+		if s < nb {
+			delete(k.st.failing, s)
+		}
+	}
+}
+
+// run dispatches and waits until nothing more can be POSTed in this turn
+// and every POST has landed; more reports work left for another turn.
+func (k *keyedTurn) run() (more bool, err error) {
+	for {
+		k.dispatch()
+		if k.posting == 0 {
+			if !k.readMore() {
+				return k.finish()
+			}
+			continue
+		}
+		if k.readMore() {
+			continue
+		}
+		if err := k.wait(); err != nil {
+			return false, err
+		}
+	}
+}
+
+// readMore reads the next page when the turn has room for POSTs that its
+// loaded messages cannot fill; false when there is nothing to read.
+func (k *keyedTurn) readMore() bool {
+	if k.stopped || k.posting >= k.width || k.from >= k.base+cursor.WindowSize {
+		return false
+	}
+	if k.caughtUp {
+		// A message published during the turn woke it: read again
+		// rather than end the turn and start another for it.
+		if !k.w.sched.takeWake(k.t.reg.ID) {
+			return false
+		}
+	} else if !k.starved() {
+		return false
+	}
+	page, err := k.w.journal.Read(k.ctx, k.t.reg.Subject, k.from, DrainPage)
+	if err != nil {
+		k.w.log.Debug("keyed turn: reading ahead failed; the turn ends with what it has", "registration", k.t.reg.ID, "error", err)
+		k.caughtUp, k.full = false, false
+		k.stopped = k.posting == 0
+		return false
+	}
+	k.load(&page)
+	return true
+}
+
+// starved reports that no loaded message could be POSTed now: every one
+// is acknowledged, in flight, backing off or behind its key.
+func (k *keyedTurn) starved() bool {
+	return k.dispatchable() == nil
+}
+
+// dispatchable is the first loaded message that may be POSTed now.
+func (k *keyedTurn) dispatchable() *keyedRec {
+	clear(k.blocked)
+	now := k.w.now()
+	for _, r := range k.recs {
+		if r.acked {
+			continue
+		}
+		if !k.unordered {
+			if _, b := k.blocked[r.key]; b {
+				continue
+			}
+			k.blocked[r.key] = struct{}{}
+		}
+		if r.posting {
+			continue
+		}
+		if f, ok := k.st.failing[r.rec.Seq]; ok && f.retryAt.After(now) {
+			continue
+		}
+		return r
+	}
+	return nil
+}
+
+// dispatch POSTs every message that may go, as far as the width and the
+// bridge's slots allow.
+func (k *keyedTurn) dispatch() {
+	for !k.stopped && k.posting < k.width {
+		if k.halted() {
+			k.stopped = true
+			return
+		}
+		r := k.dispatchable()
+		if r == nil || !k.slot() {
+			return
+		}
+		k.start(r)
+	}
+}
+
+// halted reports that the turn must not start another POST.
+func (k *keyedTurn) halted() bool {
+	w, t := k.w, k.t
+	switch {
+	case w.halted(t.reg.ID):
+		return true
+	case k.posting > 0 && w.yields(t):
+		t.yielded, t.p.yielded = true, true
+		return true
+	case w.paced(&t.reg):
+		return true
+	}
+	return false
+}
+
+// slot takes a slot for one more POST: the turn's claim for its first,
+// one the scheduler grants for each other.
+func (k *keyedTurn) slot() bool {
+	if k.posting == 0 {
+		return true
+	}
+	return k.w.sched.grow(k.posting, k.w.maxInFlight)
+}
+
+// start POSTs r on a goroutine of its own; its landing comes back on
+// k.landed, which has room for every POST of the turn.
+func (k *keyedTurn) start(r *keyedRec) {
+	w, t := k.w, k.t
+	res, err := w.project(w.target(t.reg), r.rec)
+	if err != nil {
+		reason := err.Error()
+		if want := fmt.Sprintf("journal message %d", r.rec.Seq); !strings.Contains(reason, want) {
+			reason = fmt.Sprintf("journal message %d cannot be projected: %v", r.rec.Seq, err)
+		}
+		k.stop(&failure{seq: r.rec.Seq, err: reason, permanent: true}, k.st.failing[r.rec.Seq].attempts)
+		return
+	}
+	r.posting = true
+	k.posting++
+	how := k.postOf(r.rec.Seq)
+	reg := t.reg
+	go func() {
+		var p progress
+		f := w.deliver(k.ctx, reg, r.rec, res.Messages, how, &p)
+		k.landed <- landing{r: r, f: f, p: p}
+	}()
+}
+
+// postOf says what POSTing seq is, for the attempt log.
+func (k *keyedTurn) postOf(seq uint64) post {
+	if f, ok := k.st.failing[seq]; ok && f.attempts > 0 {
+		return post{trigger: attempt.TriggerRetry, attempt: f.attempts + 1}
+	}
+	if seq < k.t.highWater {
+		return post{trigger: attempt.TriggerReplay}
+	}
+	return post{trigger: attempt.TriggerDelivery, attempt: 1}
+}
+
+// wait takes the next landing, or returns when the earliest backoff of a
+// message that could go then ends, so it goes without waiting for a POST.
+func (k *keyedTurn) wait() error {
+	var timer <-chan time.Time
+	if at, ok := k.nextRetry(); ok && !k.stopped {
+		tm := time.NewTimer(max(at.Sub(k.w.now()), time.Millisecond))
+		defer tm.Stop()
+		timer = tm.C
+	}
+	select {
+	case l := <-k.landed:
+		return k.land(l)
+	case <-timer:
+		return nil
+	}
+}
+
+// nextRetry is the earliest end of a failing message's backoff.
+func (k *keyedTurn) nextRetry() (time.Time, bool) {
+	var at time.Time
+	for _, f := range k.st.failing {
+		if at.IsZero() || f.retryAt.Before(at) {
+			at = f.retryAt
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// land records one message's POSTs: acknowledged, it joins the window;
+// failed, it backs off alone, pauses the registration, or parks it.
+func (k *keyedTurn) land(l landing) error {
+	k.posting--
+	if k.posting > 0 {
+		k.w.sched.shrink()
+	}
+	l.r.posting = false
+	k.t.p.deliveries += l.p.deliveries
+	if l.f == nil {
+		return k.acknowledge(l.r, l.p.deliveries)
+	}
+	return k.failed(l.r, *l.f)
+}
+
+func (k *keyedTurn) acknowledge(r *keyedRec, posts int) error {
+	seq := r.rec.Seq
+	r.acked = true
+	if i, found := slices.BinarySearch(k.acked, seq); !found {
+		k.acked = slices.Insert(k.acked, i, seq)
+	}
+	k.delivered += uint64(posts)
+	k.records++
+	k.t.p.records++
+	if f, ok := k.st.failing[seq]; ok {
+		delete(k.st.failing, seq)
+		k.w.events.acknowledged(k.t.reg.ID, seq, f.attempts)
+	}
+	k.settle()
+	return k.save(time.Time{})
+}
+
+// failed handles one message that was not acknowledged.
+func (k *keyedTurn) failed(r *keyedRec, f failure) error {
+	w, t := k.w, k.t
+	if k.ctx.Err() != nil || !w.mine(t.reg.ID) {
+		// Abandoned by a stop, or the registration moved to another
+		// bridge: neither is the receiver's failure to count.
+		k.stopped = true
+		return nil
+	}
+	prev := k.st.failing[f.seq]
+	failures := prev.attempts + 1
+	w.events.failed(t.reg.ID, f.seq, failures)
+	if f.permanent || failures >= w.maxAttempts {
+		k.stop(&f, failures)
+		return nil
+	}
+	now := w.now()
+	retryAt := nextAttemptAt(fmt.Sprintf("%s/%d", t.reg.ID, f.seq), now, prev.attempts, f.retryAfter)
+	k.st.failing[f.seq] = msgFailure{attempts: failures, retryAt: retryAt, err: f.err}
+	t.p.retries++
+	if f.retryAfter > 0 && (f.status == http.StatusTooManyRequests || f.status == http.StatusServiceUnavailable) {
+		// The receiver speaks for itself, not for one key: nothing of the
+		// registration is POSTed before the pause ends.
+		k.st.holdUntil = retryAt
+		k.stopped = true
+	}
+	return k.save(time.Time{})
+}
+
+// stop ends dispatching to park on f once the POSTs in flight landed.
+func (k *keyedTurn) stop(f *failure, failures uint32) {
+	if k.park == nil {
+		k.park, k.failures = f, failures
+	}
+	k.stopped = true
+}
+
+// finish ends the turn with nothing in flight.
+func (k *keyedTurn) finish() (more bool, err error) {
+	w, t := k.w, k.t
+	switch {
+	case k.park != nil:
+		return false, k.parkNow()
+	case k.ctx.Err() != nil || w.stopping.Load() || !w.mine(t.reg.ID):
+		return false, k.save(time.Time{})
+	case t.yielded:
+		return true, k.save(w.now())
+	}
+	if len(k.recs) == 0 && k.caughtUp && k.st.holdUntil.IsZero() {
+		return false, k.idle()
+	}
+	if k.dispatchable() != nil && !k.stopped {
+		// Paced by its rate limit: its timer wakes it.
+		return false, k.save(w.now())
+	}
+	at, ok := k.nextRetry()
+	if hold := k.st.holdUntil; !hold.IsZero() {
+		at, ok = hold, true
+	}
+	if !ok {
+		// Nothing fails and nothing can go: a read ahead failed, or the
+		// page was full; look again at once.
+		return true, k.save(w.now())
+	}
+	if k.full {
+		// Failing keys hold a full window: new messages cannot go
+		// before the earliest of them is retried.
+		k.st.holdUntil = at
+	}
+	return false, k.save(at)
+}
+
+// idle records that every message up to the head was acknowledged.
+func (k *keyedTurn) idle() error {
+	k.base = max(k.base, k.next)
+	k.acked = nil
+	return k.advance(cursor.Progress{Idle: true})
+}
+
+// save records the window; a non-zero due makes the row due then.
+func (k *keyedTurn) save(due time.Time) error {
+	p := cursor.Progress{RetryAt: due}
+	if f, ok := k.st.failing[k.base]; ok {
+		p.Attempts, p.LastError = f.attempts, f.err
+	}
+	return k.advance(p)
+}
+
+// advance writes the window with p's schedule and failures.
+func (k *keyedTurn) advance(p cursor.Progress) error {
+	p.NextSeq, p.Window, p.Delivered = k.base, true, k.delivered
+	p.Ahead = slices.Clone(k.acked)
+	k.delivered = 0
+	k.t.next = k.base
+	return k.w.advance(k.ctx, k.t.reg.ID, p)
+}
+
+// parkNow parks the registration on k.park, its window saved first so
+// that an unpark POSTs nothing acknowledged again.
+func (k *keyedTurn) parkNow() error {
+	w, t := k.w, k.t
+	// Park counts the failure that parks, so the row's attempts read as
+	// the parking message's streak.
+	if err := k.advance(cursor.Progress{Attempts: k.failures - 1, LastError: k.park.err}); err != nil {
+		return err
+	}
+	k.st.failing, k.st.holdUntil = make(map[uint64]msgFailure), time.Time{}
+	if err := w.park(k.ctx, t.reg, k.failures, *k.park, &t.p); err != nil {
+		return err
+	}
+	w.events.publish(events.Parked, t.reg.ID, k.park.seq)
+	return nil
+}
