@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +110,33 @@ func TestPageHoldsNoInlineCodeAndScriptWritesNoMarkup(t *testing.T) {
 		"localStorage", "document.cookie", ".style."} {
 		if strings.Contains(script, bad) {
 			t.Errorf("console.js uses %s", bad)
+		}
+	}
+}
+
+// TestRegistrationViewShowsOrdering: a registration's page lists its
+// ordering (key and POSTs at once), its POSTs in flight and what its
+// receiver acknowledged ahead of the cursor (CONTRACT §12), in that order
+// among the members it knows, the ordering in words rather than JSON.
+func TestRegistrationViewShowsOrdering(t *testing.T) {
+	srv := httptest.NewServer(console.Handler())
+	defer srv.Close()
+	_, script := get(t, srv, "/console.js")
+	m := regexp.MustCompile(`(?s)const configOrder = \[(.*?)\];`).FindStringSubmatch(script)
+	if m == nil {
+		t.Fatal("console.js has no configOrder")
+	}
+	var order []string
+	for _, q := range regexp.MustCompile(`'([A-Za-z]+)'`).FindAllStringSubmatch(m[1], -1) {
+		order = append(order, q[1])
+	}
+	at := func(name string) int { return slices.Index(order, name) }
+	if at("batch") < 0 || at("ordering") != at("batch")+1 || at("lag") < 0 || at("inFlight") != at("lag")+1 || at("ahead") != at("inFlight")+1 {
+		t.Errorf("configOrder %v: want ordering after batch, inFlight and ahead after lag", order)
+	}
+	for _, words := range []string{`k === 'ordering'`, `' in flight'`, `'registration, one POST at a time'`} {
+		if !strings.Contains(script, words) {
+			t.Errorf("console.js does not describe the ordering: no %s", words)
 		}
 	}
 }

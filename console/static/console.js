@@ -369,8 +369,8 @@
   // A registration's page.
 
   const configOrder = ['id', 'namespace', 'state', 'subject', 'taskId', 'url', 'format',
-    'dataContentType', 'batch', 'signed', 'hasToken', 'authentication', 'nextSeq', 'lag',
-    'attempts', 'delivered', 'nextAttemptAt', 'lastError', 'createdAt', 'updatedAt',
+    'dataContentType', 'batch', 'ordering', 'signed', 'hasToken', 'authentication', 'nextSeq', 'lag',
+    'inFlight', 'ahead', 'attempts', 'delivered', 'nextAttemptAt', 'lastError', 'createdAt', 'updatedAt',
     'completedAt', 'owner'];
 
   function showRegistration(id) {
@@ -409,6 +409,16 @@
     status('reg-status', 'Updated ' + new Date().toLocaleTimeString(), false);
   }
 
+  // orderingOf says what a registration keeps in order and how many of
+  // its POSTs may be in flight: with the key registration, one at a time
+  // whatever maxInFlight says.
+  function orderingOf(o) {
+    if (o.key === 'registration') {
+      return 'registration, one POST at a time';
+    }
+    return o.key + ', up to ' + o.maxInFlight + ' in flight';
+  }
+
   // renderConfig lists every member the API answered, known ones first;
   // the API never answers a secret, so neither can this.
   function renderConfig(r) {
@@ -422,6 +432,8 @@
         dd.append(stateWord(v));
       } else if (k === 'owner') {
         dd = el('dd', ownerOf(r));
+      } else if (k === 'ordering' && v !== null && typeof v === 'object') {
+        dd = el('dd', orderingOf(v), 'text');
       } else if (v !== null && typeof v === 'object') {
         dd = el('dd', JSON.stringify(v), 'text');
       } else {
