@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -135,6 +136,10 @@ type keyedTurn struct {
 	landed  chan landing
 	// stopped ends dispatching: the turn only waits for its POSTs.
 	stopped bool
+	// paced says the rate limit stopped it; its timer wakes the
+	// registration. readErr is a read ahead that failed.
+	paced   bool
+	readErr error
 	// park, when set, is the failure the registration parks on once its
 	// POSTs have landed, after failures attempts.
 	park     *failure
@@ -263,8 +268,10 @@ func (k *keyedTurn) readMore() bool {
 	}
 	if k.caughtUp {
 		// A message published during the turn woke it: read again
-		// rather than end the turn and start another for it.
-		if !k.w.sched.takeWake(k.t.reg.ID) {
+		// rather than end the turn and start another for it, unless the
+		// turn is old enough that its row should be read afresh (a PUT,
+		// a park or a delete made meanwhile).
+		if time.Since(k.t.started) >= keyedTurnSpan || !k.w.sched.takeWake(k.t.reg.ID) {
 			return false
 		}
 	} else if !k.starved() {
@@ -272,14 +279,19 @@ func (k *keyedTurn) readMore() bool {
 	}
 	page, err := k.w.journal.Read(k.ctx, k.t.reg.Subject, k.from, DrainPage)
 	if err != nil {
-		k.w.log.Debug("keyed turn: reading ahead failed; the turn ends with what it has", "registration", k.t.reg.ID, "error", err)
-		k.caughtUp, k.full = false, false
-		k.stopped = k.posting == 0
+		k.readErr = fmt.Errorf("read journal for %s at %d: %w", k.t.reg.ID, k.from, err)
+		k.stopped = true
 		return false
 	}
 	k.load(&page)
 	return true
 }
+
+// keyedTurnSpan is how long a keyed turn goes on reading messages that
+// arrive while it runs. A turn keeps the row it read at its start; ending
+// it about once a second lets a PUT or an operator's park take effect,
+// at the cost of letting its POSTs land once before the next turn starts.
+const keyedTurnSpan = time.Second
 
 // starved reports that no loaded message could be POSTed now: every one
 // is acknowledged, in flight, backing off or behind its key.
@@ -338,6 +350,7 @@ func (k *keyedTurn) halted() bool {
 		t.yielded, t.p.yielded = true, true
 		return true
 	case w.paced(&t.reg):
+		k.paced = true
 		return true
 	}
 	return false
@@ -492,23 +505,25 @@ func (k *keyedTurn) finish() (more bool, err error) {
 		return false, k.parkNow()
 	case k.ctx.Err() != nil || w.stopping.Load() || !w.mine(t.reg.ID):
 		return false, k.save(time.Time{})
+	case k.readErr != nil:
+		return false, errors.Join(k.readErr, k.save(time.Time{}))
 	case t.yielded:
 		return true, k.save(w.now())
+	case k.paced:
+		// The rate limit's timer wakes it; due now in the store, so a
+		// stop before the timer fires does not leave it waiting.
+		return false, k.save(w.now())
 	}
 	if len(k.recs) == 0 && k.caughtUp && k.st.holdUntil.IsZero() {
 		return false, k.idle()
-	}
-	if k.dispatchable() != nil && !k.stopped {
-		// Paced by its rate limit: its timer wakes it.
-		return false, k.save(w.now())
 	}
 	at, ok := k.nextRetry()
 	if hold := k.st.holdUntil; !hold.IsZero() {
 		at, ok = hold, true
 	}
 	if !ok {
-		// Nothing fails and nothing can go: a read ahead failed, or the
-		// page was full; look again at once.
+		// Nothing fails and nothing waits: the turn ended at its span
+		// with more to read.
 		return true, k.save(w.now())
 	}
 	if k.full {

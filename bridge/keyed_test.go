@@ -255,3 +255,134 @@ func TestKeyedGoneParksAndUnparkPostsNothingAcknowledgedAgain(t *testing.T) {
 	}
 	checkFirstArrivalsInOrder(t, rc.arrivals())
 }
+
+func TestKeyedRetryAfterHoldsEveryKey(t *testing.T) {
+	e := newEnv(t)
+	e.shape = keyedBy("subject", 4)
+	var asked atomic.Bool
+	rc := newKeyedReceiver(t, func(b string) int {
+		if b == "a:1" && asked.CompareAndSwap(false, true) {
+			return http.StatusTooManyRequests
+		}
+		return http.StatusOK
+	})
+	rc.Config.Handler = retryAfter(rc.Config.Handler, "a:1", "2")
+	e.register("r", rc.URL, "journal.>")
+	e.publish("journal.a", "a:0")
+	e.publish("journal.a", "a:1")
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	w := e.worker(bridge.WithClock(now))
+	e.sweepUntil(w, now, func() bool { return asked.Load() && w.InFlight("r") == 0 })
+	for i := range 5 {
+		e.publish(fmt.Sprintf("journal.b%d", i), fmt.Sprintf("b%d:0", i))
+	}
+	before := len(rc.arrivals())
+	clock.Add(int64(time.Second))
+	w.Wake("r")
+	e.sweep(w, now(), 10)
+	if got := len(rc.arrivals()); got != before {
+		t.Fatalf("%d POSTs within the receiver's 2 s pause; want none", got-before)
+	}
+	if r := e.get("r"); !r.NextAttemptAt.Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("row due at %v during the pause; want %v", r.NextAttemptAt, t0.Add(2*time.Second))
+	}
+	clock.Add(int64(2 * time.Second))
+	e.sweepUntil(w, now, func() bool { return len(rc.acked()) == 7 })
+	checkFirstArrivalsInOrder(t, rc.arrivals())
+}
+
+// retryAfter adds a Retry-After header to the answer to body.
+func retryAfter(h http.Handler, body, secs string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if string(b) == body {
+			w.Header().Set("Retry-After", secs)
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// A key that keeps failing holds the registration once the window is
+// full, never more: nothing 4,096 or more sequences past nextSeq is
+// POSTed.
+func TestKeyedWindowIsBounded(t *testing.T) {
+	e := newEnv(t)
+	e.shape = keyedBy("subject", 16)
+	rc := newKeyedReceiver(t, func(b string) int {
+		if strings.HasPrefix(b, "stuck:") {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	e.register("w", rc.URL, "journal.>")
+	e.publish("journal.stuck", "stuck:0")
+	const n = cursor.WindowSize + 200
+	for i := range n {
+		if _, err := e.js.PublishAsync(fmt.Sprintf("journal.k%d", i%64), fmt.Appendf(nil, "k%d:%d", i%64, i/64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-e.js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("publishing did not complete")
+	}
+	w := e.worker()
+	e.sweepUntil(w, time.Now, func() bool { return len(rc.acked()) >= cursor.WindowSize-1 })
+	for range 3 {
+		w.Wake("w")
+		e.sweep(w, time.Now(), 10)
+	}
+	if got := len(rc.acked()); got != cursor.WindowSize-1 {
+		t.Fatalf("%d messages acknowledged past a stuck first message; want the window's %d", got, cursor.WindowSize-1)
+	}
+	r := e.get("w")
+	if r.NextSeq != 1 || len(r.Ahead) != cursor.WindowSize-1 || r.Ahead[len(r.Ahead)-1] != cursor.WindowSize {
+		t.Fatalf("nextSeq %d with %d ahead up to %d; want 1 with %d up to %d", r.NextSeq, len(r.Ahead), r.Ahead[len(r.Ahead)-1], cursor.WindowSize-1, cursor.WindowSize)
+	}
+}
+
+// Live: messages published while the daemon runs reach a keyed
+// registration as they land, and a wide registration leaves slots to the
+// strict ones while they wait.
+func TestKeyedLiveAndFairToStrictRegistrations(t *testing.T) {
+	e := newEnv(t)
+	slow := newKeyedReceiver(t, func(string) int {
+		time.Sleep(10 * time.Millisecond)
+		return http.StatusOK
+	})
+	var keyedDone atomic.Int32
+	strict := newKeyedReceiver(t, func(string) int { return http.StatusOK })
+	e.shape = keyedBy("subject", 8)
+	e.register("wide", slow.URL, "journal.wide.>")
+	e.shape = nil
+	for i := range 4 {
+		e.register(fmt.Sprintf("strict%d", i), strict.URL, "journal.strict")
+	}
+	w := e.worker(bridge.WithMaxInFlight(8), bridge.WithTick(50*time.Millisecond))
+	runDaemon(t, bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}))
+	const wide = 400
+	for i := range wide {
+		e.publish(fmt.Sprintf("journal.wide.k%d", i%20), fmt.Sprintf("k%d:%d", i%20, i/20))
+	}
+	for i := range 5 {
+		e.publish("journal.strict", fmt.Sprintf("s:%d", i))
+	}
+	waitUntil(t, "the strict registrations' messages", func() bool {
+		keyedDone.Store(int32(len(slow.acked())))
+		return len(strict.acked()) == 5 && len(strict.arrivals()) == 20
+	})
+	if n := keyedDone.Load(); n == wide {
+		t.Fatalf("the strict registrations were served only after the wide one's %d messages", n)
+	}
+	waitUntil(t, "the wide registration's messages", func() bool { return len(slow.acked()) == wide })
+	checkFirstArrivalsInOrder(t, slow.arrivals())
+	if m := slow.maxOpen.Load(); m > 8 {
+		t.Fatalf("%d POSTs of a registration of width 8 at once", m)
+	}
+	e.publish("journal.wide.k0", "k0:20")
+	waitUntil(t, "a message published after the registration went idle", func() bool { return len(slow.acked()) == wide+1 })
+}
