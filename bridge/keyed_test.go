@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,10 +31,11 @@ type keyedReceiver struct {
 	maxOpen atomic.Int32
 }
 
-// newKeyedReceiver answers each body with what answer says.
-func newKeyedReceiver(t *testing.T, answer func(body string) int) *keyedReceiver {
+// newKeyedReceiver answers each body with what answer says; configure,
+// when given, edits the server before it starts.
+func newKeyedReceiver(t *testing.T, answer func(body string) int, configure ...func(*http.Server)) *keyedReceiver {
 	rc := &keyedReceiver{ok: make(map[string]int)}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rc.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := rc.open.Add(1)
 		defer rc.open.Add(-1)
 		for m := rc.maxOpen.Load(); n > m && !rc.maxOpen.CompareAndSwap(m, n); m = rc.maxOpen.Load() {
@@ -48,6 +50,10 @@ func newKeyedReceiver(t *testing.T, answer func(body string) int) *keyedReceiver
 		rc.mu.Unlock()
 		w.WriteHeader(code)
 	}))
+	for _, c := range configure {
+		c(rc.Config)
+	}
+	rc.Start()
 	t.Cleanup(rc.Close)
 	return rc
 }
@@ -265,8 +271,7 @@ func TestKeyedRetryAfterHoldsEveryKey(t *testing.T) {
 			return http.StatusTooManyRequests
 		}
 		return http.StatusOK
-	})
-	rc.Config.Handler = retryAfter(rc.Config.Handler, "a:1", "2")
+	}, func(s *http.Server) { s.Handler = retryAfter(s.Handler, "a:1", "2") })
 	e.register("r", rc.URL, "journal.>")
 	e.publish("journal.a", "a:0")
 	e.publish("journal.a", "a:1")
@@ -385,4 +390,33 @@ func TestKeyedLiveAndFairToStrictRegistrations(t *testing.T) {
 	}
 	e.publish("journal.wide.k0", "k0:20")
 	waitUntil(t, "a message published after the registration went idle", func() bool { return len(slow.acked()) == wide+1 })
+}
+
+// A keyed registration's POSTs reuse the sender's keep-alive connections:
+// at 16 in flight to one receiver, the receiver sees about 16 connections,
+// not one per POST.
+func TestKeyedReusesConnections(t *testing.T) {
+	e := newEnv(t)
+	e.shape = keyedBy("subject", 16)
+	var conns atomic.Int32
+	rc := newKeyedReceiver(t, func(string) int {
+		time.Sleep(time.Millisecond)
+		return http.StatusOK
+	}, func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+	})
+	e.register("c", rc.URL, "journal.>")
+	const n = 800
+	for i := range n {
+		e.publish(fmt.Sprintf("journal.k%d", i%40), fmt.Sprintf("k%d:%d", i%40, i/40))
+	}
+	w := e.worker()
+	e.sweepUntil(w, time.Now, func() bool { return len(rc.acked()) == n })
+	if c := conns.Load(); c > 2*16 {
+		t.Fatalf("%d connections for %d POSTs at 16 in flight; want at most 32", c, n)
+	}
 }

@@ -105,7 +105,11 @@ func serve(ctx context.Context, d *Daemon) error {
 	if c.A2AAllowLoopback {
 		log.Warn("A2A webhooks may use http:// on loopback addresses (A2AAllowLoopback, --a2a-allow-loopback); never use this in production")
 	}
-	sender := webhook.NewSender(webhook.WithPolicy(guard), webhook.WithTimeout(c.RequestTimeout), responseBody(attempts))
+	// The keep-alive pool holds a connection for every POST the bridge may
+	// have in flight to one receiver, so a keyed registration's window
+	// reuses its connections instead of opening one per POST.
+	sender := webhook.NewSender(webhook.WithPolicy(guard), webhook.WithTimeout(c.RequestTimeout), responseBody(attempts),
+		webhook.WithMaxIdleConnsPerHost(max(webhook.DefaultMaxIdlePerHost, c.MaxInFlight)))
 	defer sender.Close()
 
 	reg := newRegistry()
