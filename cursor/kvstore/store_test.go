@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -15,57 +14,6 @@ import (
 
 	"github.com/jetstream-bridge/bridge/cursor"
 )
-
-func TestFlushedProgressSurvivesACrashAndUnflushedRepeats(t *testing.T) {
-	url := startNATS(t)
-	s := openKV(t, url)
-	create(t, s, reg("a", "outbox"))
-	create(t, s, reg("b", "outbox"))
-	advance(t, s, "a", cursor.Progress{NextSeq: 10, Delivered: 9, Idle: true})
-	if r := get(t, s, "a"); r.NextSeq != 10 || r.Delivered != 9 {
-		t.Fatalf("Get before Flush = %+v; acknowledged progress must be visible", r)
-	}
-	flush(t, s)
-	advance(t, s, "a", cursor.Progress{NextSeq: 20, Delivered: 10})
-	advance(t, s, "b", cursor.Progress{NextSeq: 5, Delivered: 5})
-	if n := s.Pending(); n != 2 {
-		t.Fatalf("Pending = %d, want 2", n)
-	}
-	s = crash(t, url, s)
-	if r := get(t, s, "a"); r.NextSeq != 10 || r.Delivered != 9 || !r.NextAttemptAt.IsZero() {
-		t.Fatalf("a after a crash = %+v; want the flushed cursor 10, idle, repeating 10..19", r)
-	}
-	if r := get(t, s, "b"); r.NextSeq != 0 || r.Delivered != 0 {
-		t.Fatalf("b after a crash = %+v; nothing of it was flushed", r)
-	}
-	// The index built at Open holds the rows as stored.
-	if ids, _ := dueIDs(t, s, time.Now().Add(time.Hour), 10, "outbox"); len(ids) != 1 || ids[0] != "b" {
-		t.Fatalf("Due after reopening = %v, want [b]", ids)
-	}
-}
-
-func TestCloseAndTheBackgroundFlusherWrite(t *testing.T) {
-	url := startNATS(t)
-	s := openKV(t, url, WithFlushInterval(time.Hour))
-	create(t, s, reg("a", "outbox"))
-	advance(t, s, "a", cursor.Progress{NextSeq: 3})
-	must(t, s.Close())
-	s = openKV(t, url, WithFlushInterval(2*time.Millisecond))
-	if r := get(t, s, "a"); r.NextSeq != 3 {
-		t.Fatalf("after Close = %+v", r)
-	}
-	advance(t, s, "a", cursor.Progress{NextSeq: 7})
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Pending() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the background flusher never flushed")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if r := get(t, crash(t, url, s), "a"); r.NextSeq != 7 {
-		t.Fatalf("after the background flush and a crash = %+v", r)
-	}
-}
 
 // Two stores on the same buckets are two bridges: what one writes, the
 // other's Get sees as soon as the write has answered, and its index
@@ -196,149 +144,9 @@ func TestFlushNeverOverwritesAnotherWritersCursor(t *testing.T) {
 	}
 }
 
-// TestReadsNeverGoBackwards races Advance, Flush and the readers: none
-// may see a cursor behind one it already saw, nor count a delivery twice.
-func TestReadsNeverGoBackwards(t *testing.T) {
-	ctx := context.Background()
-	url := startNATS(t)
-	s := openKV(t, url)
-	create(t, s, reg("a", "outbox"))
-	const last = 300
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Go(func() {
-		defer close(done)
-		for seq := uint64(1); seq <= last; seq++ {
-			if err := s.Advance(ctx, "a", cursor.Progress{NextSeq: seq, Delivered: 1}); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	})
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if err := s.Flush(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
-	readers := map[string]func() (cursor.Registration, error){
-		"Get": func() (cursor.Registration, error) { return s.Get(ctx, "a") },
-		"Due": func() (cursor.Registration, error) {
-			d, err := s.Due(ctx, time.Now().Add(time.Hour), 10, "outbox")
-			if err == nil && len(d.Rows) != 1 {
-				err = fmt.Errorf("Due returned %d rows, want the one busy row", len(d.Rows))
-			}
-			if err != nil {
-				return cursor.Registration{}, err
-			}
-			return d.Rows[0], nil
-		},
-		"List": func() (cursor.Registration, error) {
-			rows, _, err := s.List(ctx, cursor.ListOptions{})
-			if err != nil {
-				return cursor.Registration{}, err
-			}
-			return rows[0], nil
-		},
-	}
-	for name, read := range readers {
-		wg.Go(func() {
-			var seen, delivered uint64
-			for {
-				r, err := read()
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
-					return
-				}
-				if r.NextSeq < seen || r.Delivered < delivered || r.Delivered > r.NextSeq {
-					t.Errorf("%s read NextSeq %d Delivered %d after NextSeq %d Delivered %d",
-						name, r.NextSeq, r.Delivered, seen, delivered)
-					return
-				}
-				seen, delivered = r.NextSeq, r.Delivered
-				select {
-				case <-done:
-					return
-				default:
-				}
-			}
-		})
-	}
-	wg.Wait()
-	flush(t, s)
-	if r := get(t, crash(t, url, s), "a"); r.NextSeq != last || r.Delivered != last {
-		t.Fatalf("final = NextSeq %d Delivered %d, want %d and %d", r.NextSeq, r.Delivered, last, last)
-	}
-}
-
-// TestConcurrentOperationsKeepTheIndexTrue runs every operation at once,
-// through two stores, and then checks each store's index against a fresh
-// read of the bucket.
-func TestConcurrentOperationsKeepTheIndexTrue(t *testing.T) {
-	ctx := context.Background()
-	url := startNATS(t)
-	stores := []*Store{openKV(t, url), openKV(t, url)}
-	ids := []string{"a", "b", "c", "d"}
-	for _, id := range ids {
-		create(t, stores[0], reg(id, "outbox"))
-	}
-	var wg sync.WaitGroup
-	for w := range 4 {
-		s := stores[w%2]
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(w), 7))
-			for i := range 100 {
-				id := ids[rnd.IntN(len(ids))]
-				at := t0.Add(time.Duration(rnd.IntN(100)) * time.Second)
-				var err error
-				switch rnd.IntN(8) {
-				case 0, 1, 2:
-					err = s.Advance(ctx, id, cursor.Progress{NextSeq: uint64(i), Delivered: 1, Idle: rnd.IntN(2) == 0})
-				case 3:
-					err = s.Retry(ctx, id, at, "503")
-				case 4:
-					err = s.Park(ctx, id, "410")
-				case 5:
-					_, err = s.Unpark(ctx, id, at)
-				case 6:
-					_, err = s.Rewind(ctx, id, uint64(i), at)
-				case 7:
-					err = s.Flush(ctx)
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, s := range stores {
-		flush(t, s)
-	}
-	for i, s := range stores {
-		var err error
-		deadline := time.Now().Add(10 * time.Second)
-		for err = indexMatches(t, s); err != nil && time.Now().Before(deadline); err = indexMatches(t, s) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("store %d's index: %v", i, err)
-		}
-	}
-}
-
 // indexMatches compares s's index, derived entries included, with a
 // fresh read of every key and an index built from those rows alone.
-func indexMatches(t *testing.T, s *Store) error {
+func indexMatches(t testing.TB, s *Store) error {
 	t.Helper()
 	ctx := context.Background()
 	want := newIndex()
