@@ -131,10 +131,16 @@ type bareRun struct {
 // wire is what a baseline's POSTs carry besides their body: the headers
 // the bridge sends with a message of stream on subject (wireHeaders in the
 // child), then extra ("Name: value" lines, as a registration's options
-// add them). The zero wire sends a Content-Type only.
+// add them). The zero wire sends a Content-Type only. With batch, each
+// POST is a CloudEvents batch of that many events of the body's size, as
+// the bridge's batch mode sends them (wireBatch). With delayed, the POSTs
+// go where the sink answers them after its delay, as it answers a
+// registration's.
 type wire struct {
 	stream, subject string
 	extra           []string
+	batch           int
+	delayed         bool
 }
 
 func (w wire) args() []string {
@@ -145,17 +151,27 @@ func (w wire) args() []string {
 	for _, h := range w.extra {
 		a = append(a, "-header", h)
 	}
+	if w.batch > 0 {
+		a = append(a, "-batch", strconv.Itoa(w.batch))
+	}
 	return a
 }
 
+// events is how many events each POST of w carries.
+func (w wire) events() int { return max(w.batch, 1) }
+
 // barePOSTs is the raw limit of delivery to the sink: n POSTs of size
-// bytes, with the headers of w, from workers goroutines in a process of
-// their own, each worker sequential on its own keep-alive connection, with
-// no journal, no store and no projection.
+// bytes (of each event, for a batch), with the headers of w, from workers
+// goroutines in a process of their own, each worker sequential on its own
+// keep-alive connection, with no journal, no store and no projection.
 func (e *env) barePOSTs(ctx context.Context, n, workers, size int, w wire) (bareRun, error) {
-	before := e.sink.bare.Load()
+	before, eventsBefore := e.sink.bare.Load(), e.sink.bareEvents.Load()
+	path := "/bare"
+	if w.delayed {
+		path = delayedBarePath
+	}
 	c, err := startChild(ctx, "post", append([]string{
-		"-url", e.sink.url + "/bare",
+		"-url", e.sink.url + path,
 		"-n", strconv.Itoa(n),
 		"-workers", strconv.Itoa(workers),
 		"-size", strconv.Itoa(size),
@@ -175,6 +191,12 @@ func (e *env) barePOSTs(ctx context.Context, n, workers, size int, w wire) (bare
 	if got, want := e.sink.bare.Load()-before, int64(n+workers); got != want || rep.Posts != int64(n) || rep.Elapsed <= 0 {
 		return bareRun{}, fmt.Errorf("baseline process reported %d timed POSTs in %v; the sink counted %d, want %d",
 			rep.Posts, rep.Elapsed, got, want)
+	}
+	if w.batch > 0 {
+		if got, want := e.sink.bareEvents.Load()-eventsBefore, int64((n+workers)*w.batch); got != want {
+			return bareRun{}, fmt.Errorf("baseline process sent %d batches of %d events; the sink read %d events, want %d",
+				n+workers, w.batch, got, want)
+		}
 	}
 	return bareRun{rate: float64(n) / rep.Elapsed.Seconds(), posts: n, cpu: rep.CPU}, nil
 }

@@ -29,13 +29,15 @@ import (
 // childArg, as the first argument, runs the bench binary as a baseline
 // process instead of the benchmark:
 //
-//	bench baseline post -url URL -n N -workers W -size BYTES [-stream NAME -subject SUBJECT] [-header "Name: value"]...
+//	bench baseline post -url URL -n N -workers W -size BYTES [-stream NAME -subject SUBJECT [-batch EVENTS]] [-header "Name: value"]...
 //	bench baseline consumer -nats URL -stream NAME -subject FILTER -url URL
 //
 // post times n POSTs and reports once; with -stream and -subject each POST
 // carries the headers the bridge sends with a message of that stream and
 // subject (wireHeaders), without them a Content-Type only, and each
-// -header besides. consumer
+// -header besides; with -batch too, each POST is the CloudEvents batch
+// the bridge sends for that many consecutive messages of -size bytes
+// (wireBatch). consumer
 // reports {"ready":true}
 // once its ordered consumer exists, POSTs every new message until its
 // stdin closes, then reports. Reports are JSON lines on stdout
@@ -60,6 +62,7 @@ func childMain(args []string) int {
 	natsURL := fs.String("nats", "", "consumer: nats-server URL")
 	streamName := fs.String("stream", "", "consumer: stream; post: the stream whose delivery headers to send")
 	subject := fs.String("subject", "", "consumer: subject filter; post: the subject whose delivery headers to send")
+	batch := fs.Int("batch", 0, "post: events per POST, as a CloudEvents batch (needs -stream and -subject)")
 	extra := make(http.Header)
 	fs.Func("header", "post: a header to send besides, as \"Name: value\" (repeatable)", func(v string) error {
 		name, value, ok := strings.Cut(v, ":")
@@ -92,8 +95,13 @@ func childMain(args []string) int {
 		}
 		body := bytes.Repeat([]byte{'x'}, *size)
 		h := http.Header{"Content-Type": {"application/octet-stream"}}
-		if *streamName != "" || *subject != "" {
-			// A sequence of the backlog's width, so the ids are as long.
+		// A sequence of the backlog's width, so the ids are as long.
+		switch {
+		case *batch > 0:
+			if h, body, err = wireBatch(*streamName, *subject, 100_000, *batch, body, time.Now()); err != nil {
+				return fail(err)
+			}
+		case *streamName != "" || *subject != "":
 			if h, err = wireHeaders(*streamName, *subject, 100_000, body, time.Now()); err != nil {
 				return fail(err)
 			}
@@ -148,23 +156,59 @@ func bareClient() *http.Client {
 // is what the bridge adds (the journal, the store, the projection) and not
 // what every delivery of such a message carries.
 func wireHeaders(stream, subject string, seq uint64, body []byte, at time.Time) (http.Header, error) {
+	m, err := wireMessage(cloudevents.New(cloudevents.WithStream(stream)), "binary", stream, subject, seq, body, at)
+	if err != nil {
+		return nil, err
+	}
+	return stampWire(m, at), nil
+}
+
+// wireBatch is the POST the bridge's batch mode sends for events
+// consecutive messages of stream from seq, each of body on subject: the
+// body, a JSON array of structured-mode events joined by the bridge's own
+// projection, and its headers, as wireHeaders makes them.
+func wireBatch(stream, subject string, seq uint64, events int, body []byte, at time.Time) (http.Header, []byte, error) {
+	p := cloudevents.New(cloudevents.WithStream(stream))
+	msgs := make([]projection.Message, events)
+	for i := range msgs {
+		m, err := wireMessage(p, "structured", stream, subject, seq+uint64(i), body, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs[i] = m
+	}
+	m, err := p.Batch(msgs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("baseline: batching %d events: %w", events, err)
+	}
+	return stampWire(m, at), m.Body, nil
+}
+
+// wireMessage is the one POST a message of stream at seq on subject
+// projects to, in format.
+func wireMessage(p *cloudevents.Projection, format, stream, subject string, seq uint64, body []byte, at time.Time) (projection.Message, error) {
 	if stream == "" || subject == "" {
-		return nil, errors.New("baseline: the bridge's headers need both -stream and -subject")
+		return projection.Message{}, errors.New("baseline: the bridge's headers need both -stream and -subject")
 	}
 	rec := projection.Record{Stream: stream, Seq: seq, Subject: subject, Time: at, Data: body}
-	res, err := cloudevents.New(cloudevents.WithStream(stream)).Project(projection.Target{ID: "baseline"}, &rec)
+	res, err := p.Project(projection.Target{ID: "baseline", Format: format}, &rec)
 	if err != nil {
-		return nil, fmt.Errorf("baseline: projecting a message of %s: %w", subject, err)
+		return projection.Message{}, fmt.Errorf("baseline: projecting a message of %s: %w", subject, err)
 	}
 	if len(res.Messages) != 1 {
-		return nil, fmt.Errorf("baseline: a message of %s projects to %d POSTs, want 1", subject, len(res.Messages))
+		return projection.Message{}, fmt.Errorf("baseline: a message of %s projects to %d POSTs, want 1", subject, len(res.Messages))
 	}
-	m := res.Messages[0]
+	return res.Messages[0], nil
+}
+
+// stampWire is m's headers with what the bridge's sender adds to them:
+// webhook-id, webhook-timestamp and its User-Agent.
+func stampWire(m projection.Message, at time.Time) http.Header {
 	h := m.Header // made for this call alone
 	h.Set("Webhook-Id", m.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(at.Unix(), 10))
 	h.Set("User-Agent", "jetstream-bridge/"+webhook.DefaultVersion)
-	return h, nil
+	return h
 }
 
 // selfCPU is this process's CPU so far, read from /proc as the bridge's

@@ -309,21 +309,33 @@ type owned struct {
 	Owner string `json:"owner"`
 }
 
-// owners lists every registration's owner through br, a page at a time.
+// owners lists every registration's owner through br.
 func owners(ctx context.Context, br *bridgeProc) (map[string]string, error) {
-	out := map[string]string{}
+	list, err := listAll[owned](ctx, br)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list))
+	for _, r := range list {
+		out[r.ID] = r.Owner
+	}
+	return out, nil
+}
+
+// listAll lists every registration through br, a page at a time, each
+// answer read as a T.
+func listAll[T any](ctx context.Context, br *bridgeProc) ([]T, error) {
+	var out []T
 	after := ""
 	for {
 		var page struct {
-			Registrations []owned `json:"registrations"`
-			Next          string  `json:"next"`
+			Registrations []T    `json:"registrations"`
+			Next          string `json:"next"`
 		}
 		if _, err := br.api(ctx, "GET", "/v1/registrations?limit=1000&after="+url.QueryEscape(after), nil, &page); err != nil {
 			return nil, err
 		}
-		for _, r := range page.Registrations {
-			out[r.ID] = r.Owner
-		}
+		out = append(out, page.Registrations...)
 		if page.Next == "" {
 			return out, nil
 		}

@@ -153,6 +153,11 @@ func (e *env) lastSeq(ctx context.Context, s stream) (uint64, error) {
 // publishBacklog stores n messages of payload on subject as fast as the
 // server takes them, and returns the first sequence.
 func (e *env) publishBacklog(ctx context.Context, s stream, subject string, n int, payload []byte) (uint64, error) {
+	return e.publishSpread(ctx, s, func(int) string { return subject }, n, payload)
+}
+
+// publishSpread is publishBacklog with message i on subjectOf(i).
+func (e *env) publishSpread(ctx context.Context, s stream, subjectOf func(i int) string, n int, payload []byte) (uint64, error) {
 	first, err := e.lastSeq(ctx, s)
 	if err != nil {
 		return 0, err
@@ -164,7 +169,7 @@ func (e *env) publishBacklog(ctx context.Context, s stream, subject string, n in
 	for i := range n {
 		// A long stall wait: on a busy machine acknowledgements lag, and
 		// the backlog must be stored whole, not fail half-way.
-		if _, err := e.js.PublishAsync(subject, payload, jetstream.WithStallWait(30*time.Second)); err != nil {
+		if _, err := e.js.PublishAsync(subjectOf(i), payload, jetstream.WithStallWait(30*time.Second)); err != nil {
 			return 0, fmt.Errorf("publishing message %d of %d: %w", i+1, n, err)
 		}
 		select {

@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S1h,S1m,S1s,S2,S2d,S2o,S3,S4,MEM,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S1k,S1h,S1m,S1s,S2,S2d,S2o,S3,S4,S5,MEM,MEMK,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -34,11 +34,16 @@
 //	     Three rounds (-quick: one), each between two baseline runs; the
 //	     round with the median ratio is reported.
 //	S1b  the same in CloudEvents batch mode (maxEvents 100), when the bridge
-//	     delivers batches.
+//	     delivers batches; against as many sequential bare POSTs of the
+//	     same batches (100 events each, made by the bridge's projection),
+//	     before and after, in events per second.
 //	S1d  S1 on a stream as jetstream.StreamConfig leaves it (no
 //	     allow_direct; the others run on the allow_direct stream the
 //	     bridge would create), with baselines of its own; and its rate
 //	     against S1's, when both run.
+//	S1k  S1's backlog spread over 1,000 subjects, drained through a
+//	     registration keyed by subject with 16 POSTs in flight (CONTRACT
+//	     §12), in rounds as S1; against a bare POST loop with 16 in flight.
 //	S1h, S1m, S1s  receiver options and span export, each S1 against S1
 //	     without it, alternated on one backlog (a, b, a, b…: three rounds
 //	     of each, -quick one), the ratio b ÷ a of the median round
@@ -62,7 +67,18 @@
 //	     CPU and memory at rest, then one message's latency.
 //	S4   live latency: one registration, 1,000 messages/s for 10 s; against an
 //	     ordered consumer feeding sequential POSTs.
+//	S5   a slow receiver: one registration, a receiver answering after
+//	     20 ms, 4,000 × 1 KiB over 200 subjects (-quick: 400): keyed by
+//	     subject with 16 in flight, against a bare loop POSTing as many
+//	     16 at a time to the same receiver (before and after), and against
+//	     a strict registration (no ordering) draining the first 1,000 of
+//	     them (-quick: 100) from it.
 //	MEM  peak memory draining a backlog of 1,000,000 × 1 KiB.
+//	MEMK 1,000 keyed registrations (-quick: 100) on one stream, each with
+//	     its 4,096-sequence window full: the first message answered 503
+//	     forever, the 4,095 after it acknowledged. Peak RSS, against a
+//	     bridge holding the same registrations caught up, and again after
+//	     a restart on the full windows' store; per registration.
 //	R1   admin API creates per second: 20,000 registrations, each a fresh
 //	     id on a subject of its own from new messages, from 16 clients at
 //	     once; the store is counted after.
@@ -132,6 +148,9 @@ type sizes struct {
 	s4Rate     int           // S4 messages per second
 	s4Dur      time.Duration // S4 duration of each phase
 	memBacklog int           // MEM backlog
+	s5Msgs     int           // S5 backlog
+	s5Strict   int           // S5 messages the strict registration drains
+	memkRegs   int           // MEMK registrations
 	r1Creates  int           // R1 registrations created
 	c1Backlog  int           // C1 backlog
 	c2Regs     int           // C2 registrations
@@ -148,6 +167,7 @@ var full = sizes{
 	s3Regs: 100_000, r2Regs: 1_000_000,
 	idleStart: 3 * time.Minute, idleWarm: 10 * time.Second, idleSettle: 2 * time.Minute, idleWindow: 20 * time.Second,
 	s4Rate: 1_000, s4Dur: 10 * time.Second,
+	s5Msgs: 4_000, s5Strict: 1_000, memkRegs: 1_000,
 	memBacklog: 1_000_000,
 	r1Creates:  20_000,
 	c1Backlog:  100_000,
@@ -164,6 +184,7 @@ var quick = sizes{
 	s3Regs: 10_000, r2Regs: 100_000,
 	idleStart: time.Minute, idleWarm: 3 * time.Second, idleSettle: 30 * time.Second, idleWindow: 5 * time.Second,
 	s4Rate: 1_000, s4Dur: 2 * time.Second,
+	s5Msgs: 400, s5Strict: 100, memkRegs: 100,
 	memBacklog: 100_000,
 	r1Creates:  2_000,
 	c1Backlog:  10_000,
@@ -172,7 +193,7 @@ var quick = sizes{
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S1h", "S1m", "S1s", "S2", "S2d", "S2o", "S3", "S4", "MEM", "R1", "R2", "A1"}, clusterNames...)
+var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S1k", "S1h", "S1m", "S1s", "S2", "S2d", "S2o", "S3", "S4", "S5", "MEM", "MEMK", "R1", "R2", "A1"}, clusterNames...)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -223,7 +244,7 @@ func benchMain() int {
 	if selected["S1"] || selected["S1b"] {
 		results = append(results, b.drain(ctx, s1, selected["S1"], selected["S1b"])...)
 	}
-	for _, v := range []variant{s1d, s1o} {
+	for _, v := range []variant{s1d, s1o, s1k} {
 		if selected[v.name] && ctx.Err() == nil {
 			results = append(results, b.drain(ctx, v, true, false)...)
 		}
@@ -237,7 +258,9 @@ func benchMain() int {
 		{"S2o", func(ctx context.Context) result { return b.fanOut(ctx, s2o) }},
 		{"S3", b.idleScale},
 		{"S4", b.liveLatency},
+		{"S5", b.slowKeyed},
 		{"MEM", b.memory},
+		{"MEMK", b.heldWindows},
 		{"R1", b.createRate},
 		{"R2", b.registryScale},
 		{"A1", b.attemptReads},

@@ -29,6 +29,11 @@ const (
 
 // waitRun waits until every delivery of r arrived.
 func waitRun(ctx context.Context, r *run, what string) error {
+	return waitDistinct(ctx, r, r.want(), what)
+}
+
+// waitDistinct waits until want deliveries of r arrived.
+func waitDistinct(ctx context.Context, r *run, want int64, what string) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastN, lastChange, lastLog := int64(0), time.Now(), time.Now()
@@ -41,14 +46,17 @@ func waitRun(ctx context.Context, r *run, what string) error {
 		case <-tick.C:
 		}
 		n := r.distinct.Load()
+		if n >= want {
+			return nil
+		}
 		now := time.Now()
 		if n != lastN {
 			lastN, lastChange = n, now
 		} else if now.Sub(lastChange) > stallAfter {
-			return fmt.Errorf("%s stalled: %d of %d deliveries arrived, none for %v; %s", what, n, r.want(), stallAfter, r.short(5))
+			return fmt.Errorf("%s stalled: %d of %d deliveries arrived, none for %v; %s", what, n, want, stallAfter, r.short(5))
 		}
 		if now.Sub(lastLog) >= 5*time.Second {
-			logf("  %s: %s of %s delivered", what, count(float64(n)), count(float64(r.want())))
+			logf("  %s: %s of %s delivered", what, count(float64(n)), count(float64(want)))
 			lastLog = now
 		}
 	}
@@ -106,6 +114,14 @@ type registration struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	TLS     *receiverTLS      `json:"tls,omitempty"`
 	OAuth2  *oauth2Grant      `json:"oauth2,omitempty"`
+	// Ordering keys (CONTRACT §12; keyed.go).
+	Ordering *ordering `json:"ordering,omitempty"`
+}
+
+// ordering is a registration's ordering option.
+type ordering struct {
+	Key         string `json:"key"`
+	MaxInFlight int    `json:"maxInFlight,omitempty"`
 }
 
 // errorsLogged counts the error lines in a bridge's JSON log.
@@ -124,20 +140,59 @@ type variant struct {
 	config     streamConfig
 	// flags are added to the bridge's command line.
 	flags []string
+	// keyed, when set, spreads a drain's backlog over subjects and drains
+	// it through a registration with ordering keys, against a bare loop
+	// keeping as many POSTs in flight as the registration may.
+	keyed *keyedDrain
+}
+
+// keyedDrain is how a keyed variant drains.
+type keyedDrain struct {
+	subjects int // message i of the backlog is on subject i mod subjects
+	order    ordering
 }
 
 // The drain and fan-out variants. S1 and S2 run on the stream the bridge
 // would create; S1d and S2d on one as jetstream.StreamConfig leaves it,
 // which is how many users' streams are made.
 var (
-	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect, nil}
-	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect, nil}
-	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig, nil}
-	s1o = variant{"S1o", "S1 drain, attempt log off (msg/s)", allowDirect, logOff}
-	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect, nil}
-	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig, nil}
-	s2o = variant{"S2o", "S2 fan-out, attempt log off (deliveries/s)", allowDirect, logOff}
+	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect, nil, nil}
+	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect, nil, nil}
+	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig, nil, nil}
+	s1o = variant{"S1o", "S1 drain, attempt log off (msg/s)", allowDirect, logOff, nil}
+	s1k = variant{"S1k", "S1k drain, key subject, 16 in flight (msg/s)", allowDirect, nil,
+		&keyedDrain{subjects: 1_000, order: ordering{Key: "subject", MaxInFlight: 16}}}
+	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect, nil, nil}
+	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig, nil, nil}
+	s2o = variant{"S2o", "S2 fan-out, attempt log off (deliveries/s)", allowDirect, logOff, nil}
 )
+
+// inFlight is how many POSTs v's registration, and so its bare loop,
+// keeps in flight.
+func (v variant) inFlight() int {
+	if v.keyed == nil {
+		return 1
+	}
+	return v.keyed.order.MaxInFlight
+}
+
+// loop names v's bare loop in the report.
+func (v variant) loop() string {
+	if v.keyed == nil {
+		return "bare sequential POST loop"
+	}
+	return fmt.Sprintf("bare POST loop with %d in flight", v.keyed.order.MaxInFlight)
+}
+
+// subjects are the filter v's registration reads under base, and the
+// subject of each message of its backlog: base itself, or for a keyed
+// variant base.<i mod subjects>.
+func (v variant) subjects(base string) (filter string, subjectOf func(int) string) {
+	if v.keyed == nil {
+		return base, func(int) string { return base }
+	}
+	return base + ".>", func(i int) string { return fmt.Sprintf("%s.%d", base, i%v.keyed.subjects) }
+}
 
 // logOff is what S1o and S2o change: the attempt log's cost is S1 and S2
 // against them.
@@ -145,7 +200,7 @@ var logOff = []string{"--attempt-log=false"}
 
 func (v variant) failed(err error) result { return failed(v.name, v.what, err) }
 
-// drain runs v (S1 or S1d) and, when batch, S1b on one backlog.
+// drain runs v (S1, S1d, S1o or S1k) and, when batch, S1b on one backlog.
 func (b *bench) drain(ctx context.Context, v variant, plain, batch bool) []result {
 	n := b.sz.s1Backlog
 	logf("%s: drain of a %s × 1 KiB backlog", v.name, count(float64(n)))
@@ -164,88 +219,124 @@ func (b *bench) drain(ctx context.Context, v variant, plain, batch bool) []resul
 		return drainFailed(err)
 	}
 	defer b.deleteStream(s)
-	payload := bytes.Repeat([]byte{'x'}, kib)
-	subject := s.prefix + ".orders"
-	first, err := b.publishBacklog(ctx, s, subject, n, payload)
+	filter, subjectOf := v.subjects(s.prefix + ".orders")
+	first, err := b.publishSpread(ctx, s, subjectOf, n, bytes.Repeat([]byte{'x'}, kib))
 	if err != nil {
 		return drainFailed(err)
 	}
+	var out []result
+	if plain {
+		out = append(out, b.drainPlain(ctx, s, v, filter, subjectOf(n-1), first))
+	}
+	if batch && ctx.Err() == nil {
+		out = append(out, b.drainBatched(ctx, s, filter, first))
+	}
+	return out
+}
 
+// drainPlain is v's drain of the backlog from first on filter, in rounds
+// between runs of its bare loop; subject is a message's, whose headers
+// the bare loop sends.
+func (b *bench) drainPlain(ctx context.Context, s stream, v variant, filter, subject string, first uint64) result {
+	n, workers := b.sz.s1Backlog, v.inFlight()
 	// The baseline POSTs as many messages as the bridge drains, so both
 	// figures average the machine's moods over as long a time; a short
 	// loop catches a quiet spell or a busy one, and the better of two
 	// short ones sets a bar the machine only reaches now and then.
 	runBare := func(when string, w wire, posts int) (bareRun, error) {
-		logf("%s: baseline %s, %s sequential bare POSTs of the same 1 KiB from a process of their own", v.name, when, count(float64(posts)))
-		run, err := b.barePOSTs(ctx, posts, 1, len(payload), w)
-		if err != nil {
-			return run, fmt.Errorf("baseline: %w", err)
-		}
-		logf("%s: baseline %s", v.name, run)
-		return run, nil
+		return b.bareLoop(ctx, v.name, fmt.Sprintf("%s, %s bare POSTs of the same 1 KiB, %d at a time, from a process of their own",
+			when, count(float64(posts)), workers), posts, workers, w)
 	}
 	same := wire{stream: s.name, subject: subject}
 	bare0, err := runBare("before, with the bridge's headers", same, n)
 	if err != nil {
-		return drainFailed(err)
+		return v.failed(err)
 	}
 	// For the record, what the headers cost: the same loop with a
 	// Content-Type only, shorter, since no ratio is taken against it.
 	bodyOnly, err := runBare("with a Content-Type only", wire{}, max(n/5, 1))
 	if err != nil {
-		return drainFailed(err)
+		return v.failed(err)
 	}
-
 	after := func() (bareRun, error) { return runBare("after, with the bridge's headers", same, n) }
-	plains, batched, err := b.drainRounds(ctx, s, subject, first, v, plain, batch, bare0, after)
+	plains, err := b.drainRounds(ctx, s, filter, first, v, bare0, after)
 	if err != nil {
-		return drainFailed(err)
+		return v.failed(err)
 	}
+	return drainResult(median(plains), plains, n, bodyOnly, v.loop())
+}
 
-	var out []result
-	if plain {
-		out = append(out, drainResult(median(plains), plains, n, bodyOnly))
+// drainBatched is S1b: the backlog drained once in batch mode, against a
+// bare loop POSTing the same batches — as many events in each as the
+// registration allows, made by the bridge's own projection — one at a
+// time, before and after.
+func (b *bench) drainBatched(ctx context.Context, s stream, subject string, first uint64) result {
+	const events = 100
+	n := b.sz.s1Backlog
+	w := wire{stream: s.name, subject: subject, batch: events}
+	posts := max(n/events, 1)
+	runBare := func(when string) (bareRun, error) {
+		return b.bareLoop(ctx, "S1b", fmt.Sprintf("%s, %s sequential bare POSTs of %d-event batches of the same 1 KiB from a process of their own",
+			when, count(float64(posts)), events), posts, 1, w)
 	}
-	if batched != nil {
-		out = append(out, drainResult(*batched, nil, n, bodyOnly))
+	var bare baseline
+	var err error
+	if bare.before, err = runBare("before"); err != nil {
+		return s1b.failed(err)
 	}
-	return out
+	d, early := b.drainOnce(ctx, s, subject, first, s1b, map[string]any{"maxEvents": events})
+	if early != nil {
+		return *early
+	}
+	if bare.after, err = runBare("after"); err != nil {
+		return s1b.failed(err)
+	}
+	best := bare.best() * events
+	perEvent := func(r bareRun) string { return perMsg(r.cpu, r.posts*events) }
+	return result{name: d.name, figure: d.rate, vsBare: d.rate / best,
+		rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " events/s", ratio: ratioFor(d.rate/best, 0.80),
+			target: "≥ 0.80 × bare", met: yesNo(d.rate >= 0.80*best)}},
+		line: fmt.Sprintf("S1b: ratio %s — bridge drained %s msgs in %v (%.0f msg/s) in %s POSTs (%.1f events a POST), bare sequential loop of %d-event batches with the bridge's headers %.0f events/s (%.0f POST/s; before %.0f, after %.0f events/s); CPU per event: bridge %s (%.1f s while draining), bare loop %s before, %s after; bridge peak RSS %.0f MiB, %s, %d error log lines",
+			ratioFor(d.rate/best, 0.80), count(float64(n)), d.took.Round(time.Millisecond), d.rate, count(float64(d.posts)), float64(n)/float64(max(d.posts, 1)),
+			events, best, bare.best(), bare.before.rate*events, bare.after.rate*events,
+			perMsg(d.cpu, n), d.cpu.Seconds(), perEvent(bare.before), perEvent(bare.after), mib(d.hwm), d.extras, d.errLines),
+	}
+}
+
+// bareLoop is barePOSTs of 1 KiB messages as scenario name's baseline,
+// logged as what, then with what it measured.
+func (b *bench) bareLoop(ctx context.Context, name, what string, posts, workers int, w wire) (bareRun, error) {
+	logf("%s: baseline %s", name, what)
+	run, err := b.barePOSTs(ctx, posts, workers, kib, w)
+	if err != nil {
+		return run, fmt.Errorf("baseline: %w", err)
+	}
+	logf("%s: baseline %s", name, run)
+	return run, nil
 }
 
 // drainRounds drains the backlog in rounds of bridge, then baseline, each
 // round bracketed by the baseline runs on either side of it (before is the
 // first); the figure is the round with the median ratio, so one quiet or busy
-// spell of the machine does not make the figure. Batch mode drains once,
-// in the first round.
-func (b *bench) drainRounds(ctx context.Context, s stream, subject string, first uint64, v variant, plain, batch bool,
-	before bareRun, after func() (bareRun, error)) (plains []outcome, batched *outcome, err error) {
-	for round := range b.sz.s1Rounds {
+// spell of the machine does not make the figure.
+func (b *bench) drainRounds(ctx context.Context, s stream, subject string, first uint64, v variant,
+	before bareRun, after func() (bareRun, error)) ([]outcome, error) {
+	var rounds []outcome
+	for range b.sz.s1Rounds {
 		var o outcome
-		if plain {
-			o.d, o.early = b.drainOnce(ctx, s, subject, first, v, nil)
-		}
-		if batch && round == 0 && ctx.Err() == nil {
-			batched = &outcome{}
-			batched.d, batched.early = b.drainOnce(ctx, s, subject, first, s1b, map[string]any{"maxEvents": 100})
-		}
+		o.d, o.early = b.drainOnce(ctx, s, subject, first, v, nil)
 		next, err := after()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		o.bare = baseline{before: before, after: next}
-		if batched != nil && round == 0 {
-			batched.bare = o.bare
-		}
 		before = next
-		if !plain {
-			break
-		}
-		plains = append(plains, o)
+		rounds = append(rounds, o)
 		if o.early != nil || ctx.Err() != nil {
 			break
 		}
 	}
-	return plains, batched, nil
+	return rounds, nil
 }
 
 // outcome is one drain and the baseline runs either side of it; early is
@@ -271,16 +362,13 @@ func median(rounds []outcome) outcome {
 	return sorted[len(sorted)/2]
 }
 
-// drainResult reports o, with every round's ratio when there were several.
-func drainResult(o outcome, rounds []outcome, n int, bodyOnly bareRun) result {
+// drainResult reports o, with every round's ratio when there were several;
+// loop names the bare loop.
+func drainResult(o outcome, rounds []outcome, n int, bodyOnly bareRun, loop string) result {
 	if o.early != nil {
 		return *o.early
 	}
 	d, best := o.d, o.bare.best()
-	extra := ""
-	if d.name == "S1b" {
-		extra = fmt.Sprintf(", %d POSTs", d.posts)
-	}
 	all := ""
 	if len(rounds) > 1 {
 		ratios := make([]string, len(rounds))
@@ -290,10 +378,10 @@ func drainResult(o outcome, rounds []outcome, n int, bodyOnly bareRun) result {
 		all = fmt.Sprintf("; median of %d rounds: %s", len(rounds), strings.Join(ratios, ", "))
 	}
 	return result{name: d.name, figure: d.rate, vsBare: d.rate / best,
-		rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " POST/s", ratio: ratio(d.rate, best),
+		rows: []row{{what: d.what, bridge: count(d.rate), baseline: count(best) + " POST/s", ratio: ratioFor(d.rate/best, 0.80),
 			target: "≥ 0.80 × bare", met: yesNo(d.rate >= 0.80*best)}},
-		line: fmt.Sprintf("%s: ratio %s%s — bridge drained %s msgs in %v (%.0f msg/s%s), bare sequential POST loop with the bridge's headers %s; with a Content-Type only %.0f POST/s (ratio %s); CPU per message: bridge %s (%.1f s while draining), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
-			d.name, ratio(d.rate, best), all, count(float64(n)), d.took.Round(time.Millisecond), d.rate, extra, o.bare,
+		line: fmt.Sprintf("%s: ratio %s%s — bridge drained %s msgs in %v (%.0f msg/s), %s with the bridge's headers %s; with a Content-Type only %.0f POST/s (ratio %s); CPU per message: bridge %s (%.1f s while draining), bare loop %s; bridge peak RSS %.0f MiB, %s, %d error log lines",
+			d.name, ratio(d.rate, best), all, count(float64(n)), d.took.Round(time.Millisecond), d.rate, loop, o.bare,
 			bodyOnly.rate, ratio(d.rate, bodyOnly.rate),
 			perMsg(d.cpu, n), d.cpu.Seconds(), o.bare.cpu(), mib(d.hwm), d.extras, d.errLines),
 	}
@@ -361,6 +449,10 @@ func (b *bench) drainOnce(ctx context.Context, s stream, subject string, first u
 func (b *bench) drainBy(ctx context.Context, startBridge func(context.Context) (*bridgeProc, error),
 	subject string, first uint64, n int, v variant, batch map[string]any) (d drained, early *result) {
 	reg := registration{ID: "drain", Namespace: "outbox", Subject: subject, URL: b.sink.url + "/r/0", Start: "first", Batch: batch}
+	if v.keyed != nil {
+		order := v.keyed.order
+		reg.Ordering = &order
+	}
 	return b.drainAs(ctx, startBridge, reg, first, n, v)
 }
 
@@ -385,12 +477,25 @@ func (b *bench) drainAs(ctx context.Context, startBridge func(context.Context) (
 	logf("%s: bridge draining", d.name)
 	cpu0, _ := cpuTime(br.pid())
 	start := time.Now()
-	if code, err := br.api(ctx, "POST", "/v1/registrations", reg, nil); err != nil {
+	var answer struct {
+		Ordering *ordering `json:"ordering"`
+	}
+	if code, err := br.api(ctx, "POST", "/v1/registrations", reg, &answer); err != nil {
 		if batch != nil && code == 400 {
 			na := notImplemented(d.name, d.what, "the registration API refuses batch: "+err.Error())
 			return d, &na
 		}
+		if reg.Ordering != nil && code == 400 {
+			na := notImplemented(d.name, d.what, "the registration API refuses ordering: "+err.Error())
+			return d, &na
+		}
 		return fail(err)
+	}
+	if reg.Ordering != nil && (answer.Ordering == nil || answer.Ordering.Key != reg.Ordering.Key) {
+		// An API that drops the option would measure a strict drain
+		// under a keyed name.
+		na := notImplemented(d.name, d.what, "the registration API answers without the ordering it was given")
+		return d, &na
 	}
 	if batch != nil {
 		// The first POST tells whether the bridge batches at all; a bridge

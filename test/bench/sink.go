@@ -17,10 +17,16 @@ import (
 // sink is the receiver every scenario delivers to: HTTP/1.1 with
 // keep-alive, answering 204 at once, so what is measured is the sender —
 // or, with setDelay, after a while, as a slow receiver does, so what is
-// measured is how many such receivers the senders keep busy at once.
+// measured is how many such receivers the senders keep busy at once; with
+// setRefuse, 503 to the POSTs it names, as a receiver failing some
+// messages does.
 //
 // Paths: /r/<i> is registration i of the current run; /bare takes the
-// baselines' POSTs and only counts them. A delivery is identified by the
+// baselines' POSTs and only counts them (and the events of a batch),
+// answering at once; /bare/delayed the same after the delay, as a
+// registration's POSTs are answered. A CloudEvents batch is read as a JSON
+// array on every path, so a baseline POSTing batches costs the sink what
+// the bridge's batches do. A delivery is identified by the
 // registration and the stream sequence at the end of its webhook-id
 // (<stream>-<seq>); its first arrival time is recorded, and with
 // run.latency its publish→arrival time, read from the payload's leading
@@ -31,8 +37,15 @@ type sink struct {
 	url   string
 	cur   atomic.Pointer[run]
 	bare  atomic.Int64
-	delay atomic.Int64 // nanoseconds each /r/ answer waits
+	delay atomic.Int64 // nanoseconds each /r/ and /bare/delayed answer waits
 	bufs  sync.Pool
+
+	// bareEvents counts the events of the baselines' batches.
+	bareEvents atomic.Int64
+	// refuse, when set, names the registrations' POSTs answered 503
+	// (without Retry-After) and not recorded; refused counts them.
+	refuse  atomic.Pointer[func(*http.Request) bool]
+	refused atomic.Int64
 }
 
 // run is one measurement: regs registrations × msgs consecutive sequences
@@ -170,9 +183,24 @@ func (l *listener) close() { _ = l.srv.Close() }
 // start makes r the current run; deliveries before it are dropped.
 func (s *sink) start(r *run) { s.cur.Store(r) }
 
-// setDelay makes every answer to a registration's POST wait d (0: answer
-// at once); the baselines' /bare POSTs are always answered at once.
+// setDelay makes every answer to a registration's POST, and to a
+// baseline's on /bare/delayed, wait d (0: answer at once); the baselines'
+// /bare POSTs are always answered at once.
 func (s *sink) setDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// setRefuse makes the sink answer 503, with no Retry-After, to every POST
+// to a registration that refuse names; nil refuses none.
+func (s *sink) setRefuse(refuse func(*http.Request) bool) {
+	if refuse == nil {
+		s.refuse.Store(nil)
+		return
+	}
+	s.refuse.Store(&refuse)
+}
+
+// delayedBarePath is where a baseline's POSTs are answered as a
+// registration's are, after the sink's delay.
+const delayedBarePath = "/bare/delayed"
 
 // latestAt is when registration reg of r was last POSTed to, in unix
 // nanoseconds; 0 when never.
@@ -188,10 +216,21 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if d := time.Duration(s.delay.Load()); d > 0 && path != "/bare" {
 		time.Sleep(d)
 	}
+	if refuse := s.refuse.Load(); refuse != nil && strings.HasPrefix(path, "/r/") && (*refuse)(req) {
+		s.refused.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 
-	if path == "/bare" {
+	var evs []batchEvent
+	batch := strings.HasPrefix(req.Header.Get("Content-Type"), "application/cloudevents-batch+json")
+	if batch && json.Unmarshal(buf.Bytes(), &evs) != nil {
+		evs = nil
+	}
+	if path == "/bare" || path == delayedBarePath {
 		s.bare.Add(1)
+		s.bareEvents.Add(int64(len(evs)))
 		return
 	}
 	r := s.cur.Load()
@@ -203,15 +242,8 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		return
 	}
-	if strings.HasPrefix(req.Header.Get("Content-Type"), "application/cloudevents-batch+json") {
+	if batch {
 		r.batches.Add(1)
-		var evs []struct {
-			ID   string          `json:"id"`
-			Data json.RawMessage `json:"data"`
-		}
-		if json.Unmarshal(buf.Bytes(), &evs) != nil {
-			return
-		}
 		for _, ev := range evs {
 			r.record(reg, seqOf(ev.ID), now, 0)
 		}
@@ -223,6 +255,12 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		sent = sentAt(buf.Bytes())
 	}
 	r.record(reg, seqOf(req.Header.Get("Webhook-Id")), now, sent)
+}
+
+// batchEvent is what the sink reads of each event of a CloudEvents batch.
+type batchEvent struct {
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"data"`
 }
 
 // seqOf is the stream sequence at the end of a webhook-id
