@@ -98,6 +98,8 @@ type keyedRec struct {
 	key     string
 	posting bool
 	acked   bool
+	// how is what its POST is, for the attempt log, set when it is taken.
+	how post
 }
 
 // landing is the end of one message's POSTs.
@@ -105,6 +107,8 @@ type landing struct {
 	r *keyedRec
 	f *failure
 	p progress
+	// unprojectable: f says why r can never be sent.
+	unprojectable bool
 }
 
 // keyedTurn is one turn of a keyed registration: it reads the journal past
@@ -132,10 +136,17 @@ type keyedTurn struct {
 	// full says a read stopped at the window's end.
 	full bool
 
+	mu sync.Mutex
+	// workers are the goroutines making POSTs, posting those in a POST;
+	// kick tells run that one stopped. reading says one reads the journal.
+	workers int
 	posting int
-	landed  chan landing
+	kick    chan struct{}
+	reading bool
 	// stopped ends dispatching: the turn only waits for its POSTs.
 	stopped bool
+	// err is a store write that failed; the turn ends with it.
+	err error
 	// paced says the rate limit stopped it; its timer wakes the
 	// registration. readErr is a read ahead that failed.
 	paced   bool
@@ -167,7 +178,7 @@ func (w *Worker) serveKeyed(ctx context.Context, t *turn, page *journal.Page) (p
 		acked: slices.Clone(t.reg.Ahead.Trim(t.next)),
 	}
 	defer w.keyed.put(t.reg.ID, k.st)
-	k.landed = make(chan landing, k.width)
+	k.kick = make(chan struct{}, 1)
 	k.blocked = make(map[string]struct{})
 	if hold := k.st.holdUntil; hold.After(t.at) {
 		return t.p, false, k.save(hold)
@@ -199,6 +210,11 @@ func (k *keyedTurn) load(page *journal.Page) {
 	k.from = max(k.from, page.Next)
 	k.next = page.Next
 	k.settle()
+	if !page.CaughtUp && len(page.Records) == DrainPage {
+		// The next page is read while this one is POSTed, so a backlog's
+		// POSTs do not all land before it arrives.
+		k.w.prefetchFrom(k.ctx, k.t.reg, k.from)
+	}
 }
 
 // skipped moves past messages the stream removed before this turn read
@@ -240,30 +256,109 @@ func (k *keyedTurn) settle() {
 	}
 }
 
-// run dispatches and waits until nothing more can be POSTed in this turn
-// and every POST has landed; more reports work left for another turn.
+// run serves the turn until nothing more can be POSTed in it and every
+// POST has landed; more reports work left for another turn.
+//
+// The POSTs are made by up to width workers, each taking the next message
+// that may go, POSTing it and recording its answer, so a landing goes on
+// to the next POST on the goroutine that made it. This goroutine starts
+// workers when messages become free (a page read, a backoff ended) and
+// ends the turn when the last one stops. Every field of k is guarded by
+// k.mu, held here except while waiting.
 func (k *keyedTurn) run() (more bool, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	for {
-		k.dispatch()
-		if k.posting == 0 {
-			if !k.readMore() {
-				return k.finish()
+		k.spawn()
+		if k.workers == 0 {
+			if k.readMore() {
+				continue
 			}
-			continue
+			return k.finish()
 		}
-		if k.readMore() {
-			continue
-		}
-		if err := k.wait(); err != nil {
-			return false, err
-		}
+		k.waitLocked()
 	}
 }
 
+// waitLocked waits, without k.mu, for a worker to stop or for the
+// earliest backoff of a failing message to end.
+func (k *keyedTurn) waitLocked() {
+	var timer <-chan time.Time
+	if at, ok := k.nextRetry(); ok && !k.stopped {
+		tm := time.NewTimer(max(at.Sub(k.w.now()), time.Millisecond))
+		defer tm.Stop()
+		timer = tm.C
+	}
+	k.mu.Unlock()
+	defer k.mu.Lock()
+	select {
+	case <-k.kick:
+	case <-timer:
+	}
+}
+
+// spawn starts workers for the messages that may go now, as far as the
+// width and the bridge's slots allow: the turn's claim is its first
+// worker's slot, and the scheduler grants each other one.
+func (k *keyedTurn) spawn() {
+	idle := k.workers - k.posting
+	for n := k.free(k.width) - idle; n > 0 && k.workers < k.width && !k.stopped; n-- {
+		if k.workers > 0 && !k.w.sched.grow(k.workers, k.w.maxInFlight) {
+			return
+		}
+		k.workers++
+		go k.work()
+	}
+}
+
+// work POSTs messages until none may go, then gives its slot back.
+func (k *keyedTurn) work() {
+	k.mu.Lock()
+	for {
+		r := k.pick()
+		if r == nil {
+			if k.readMore() {
+				continue
+			}
+			break
+		}
+		k.mu.Unlock()
+		l := k.post(r)
+		k.mu.Lock()
+		k.land(l)
+	}
+	if k.workers > 1 {
+		k.w.sched.shrink()
+	}
+	k.workers--
+	k.mu.Unlock()
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// post projects r and makes its POSTs, without k.mu.
+func (k *keyedTurn) post(r *keyedRec) landing {
+	w, reg := k.w, k.t.reg
+	res, err := w.project(w.target(reg), r.rec)
+	if err != nil {
+		reason := err.Error()
+		if want := fmt.Sprintf("journal message %d", r.rec.Seq); !strings.Contains(reason, want) {
+			reason = fmt.Sprintf("journal message %d cannot be projected: %v", r.rec.Seq, err)
+		}
+		return landing{r: r, f: &failure{seq: r.rec.Seq, err: reason, permanent: true}, unprojectable: true}
+	}
+	var p progress
+	f := w.deliver(k.ctx, reg, r.rec, res.Messages, r.how, &p)
+	return landing{r: r, f: f, p: p}
+}
+
 // readMore reads the next page when the turn has room for POSTs that its
-// loaded messages cannot fill; false when there is nothing to read.
+// loaded messages cannot fill; false when there is nothing to read. k.mu
+// is released during the read, which one goroutine makes at a time.
 func (k *keyedTurn) readMore() bool {
-	if k.stopped || k.posting >= k.width || k.from >= k.base+cursor.WindowSize {
+	if k.reading || k.stopped || k.posting >= k.width || k.from >= k.base+cursor.WindowSize {
 		return false
 	}
 	if k.caughtUp {
@@ -274,16 +369,22 @@ func (k *keyedTurn) readMore() bool {
 		if time.Since(k.t.started) >= keyedTurnSpan || !k.w.sched.takeWake(k.t.reg.ID) {
 			return false
 		}
-	} else if !k.starved() {
+	} else if k.free(1) > 0 {
 		return false
 	}
-	page, err := k.w.journal.Read(k.ctx, k.t.reg.Subject, k.from, DrainPage)
+	k.reading = true
+	from := k.from
+	k.mu.Unlock()
+	page, err := k.w.journal.Read(k.ctx, k.t.reg.Subject, from, DrainPage)
+	k.mu.Lock()
+	k.reading = false
 	if err != nil {
-		k.readErr = fmt.Errorf("read journal for %s at %d: %w", k.t.reg.ID, k.from, err)
+		k.readErr = fmt.Errorf("read journal for %s at %d: %w", k.t.reg.ID, from, err)
 		k.stopped = true
 		return false
 	}
 	k.load(&page)
+	k.spawn()
 	return true
 }
 
@@ -293,14 +394,21 @@ func (k *keyedTurn) readMore() bool {
 // at the cost of letting its POSTs land once before the next turn starts.
 const keyedTurnSpan = time.Second
 
-// starved reports that no loaded message could be POSTed now: every one
-// is acknowledged, in flight, backing off or behind its key.
-func (k *keyedTurn) starved() bool {
-	return k.dispatchable() == nil
+// free counts, up to limit, the loaded messages that may be POSTed now:
+// not acknowledged, not in flight, not backing off, and first of their
+// key among the unacknowledged.
+func (k *keyedTurn) free(limit int) int {
+	n := 0
+	k.each(func(*keyedRec) bool {
+		n++
+		return n < limit
+	})
+	return n
 }
 
-// dispatchable is the first loaded message that may be POSTed now.
-func (k *keyedTurn) dispatchable() *keyedRec {
+// each calls fn with every loaded message that may be POSTed now, in
+// stream order, until fn returns false.
+func (k *keyedTurn) each(fn func(*keyedRec) bool) {
 	clear(k.blocked)
 	now := k.w.now()
 	for _, r := range k.recs {
@@ -319,25 +427,29 @@ func (k *keyedTurn) dispatchable() *keyedRec {
 		if f, ok := k.st.failing[r.rec.Seq]; ok && f.retryAt.After(now) {
 			continue
 		}
-		return r
+		if !fn(r) {
+			return
+		}
 	}
-	return nil
 }
 
-// dispatch POSTs every message that may go, as far as the width and the
-// bridge's slots allow.
-func (k *keyedTurn) dispatch() {
-	for !k.stopped && k.posting < k.width {
-		if k.halted() {
-			k.stopped = true
-			return
-		}
-		r := k.dispatchable()
-		if r == nil || !k.slot() {
-			return
-		}
-		k.start(r)
+// pick takes the first message that may be POSTed now, marking it in
+// flight; nil when none may or the turn must not start another POST.
+func (k *keyedTurn) pick() *keyedRec {
+	if k.stopped || k.halted() {
+		k.stopped = true
+		return nil
 	}
+	var r *keyedRec
+	k.each(func(c *keyedRec) bool {
+		r = c
+		return false
+	})
+	if r != nil {
+		r.posting, r.how = true, k.postOf(r.rec.Seq)
+		k.posting++
+	}
+	return r
 }
 
 // halted reports that the turn must not start another POST.
@@ -356,39 +468,6 @@ func (k *keyedTurn) halted() bool {
 	return false
 }
 
-// slot takes a slot for one more POST: the turn's claim for its first,
-// one the scheduler grants for each other.
-func (k *keyedTurn) slot() bool {
-	if k.posting == 0 {
-		return true
-	}
-	return k.w.sched.grow(k.posting, k.w.maxInFlight)
-}
-
-// start POSTs r on a goroutine of its own; its landing comes back on
-// k.landed, which has room for every POST of the turn.
-func (k *keyedTurn) start(r *keyedRec) {
-	w, t := k.w, k.t
-	res, err := w.project(w.target(t.reg), r.rec)
-	if err != nil {
-		reason := err.Error()
-		if want := fmt.Sprintf("journal message %d", r.rec.Seq); !strings.Contains(reason, want) {
-			reason = fmt.Sprintf("journal message %d cannot be projected: %v", r.rec.Seq, err)
-		}
-		k.stop(&failure{seq: r.rec.Seq, err: reason, permanent: true}, k.st.failing[r.rec.Seq].attempts)
-		return
-	}
-	r.posting = true
-	k.posting++
-	how := k.postOf(r.rec.Seq)
-	reg := t.reg
-	go func() {
-		var p progress
-		f := w.deliver(k.ctx, reg, r.rec, res.Messages, how, &p)
-		k.landed <- landing{r: r, f: f, p: p}
-	}()
-}
-
 // postOf says what POSTing seq is, for the attempt log.
 func (k *keyedTurn) postOf(seq uint64) post {
 	if f, ok := k.st.failing[seq]; ok && f.attempts > 0 {
@@ -398,23 +477,6 @@ func (k *keyedTurn) postOf(seq uint64) post {
 		return post{trigger: attempt.TriggerReplay}
 	}
 	return post{trigger: attempt.TriggerDelivery, attempt: 1}
-}
-
-// wait takes the next landing, or returns when the earliest backoff of a
-// message that could go then ends, so it goes without waiting for a POST.
-func (k *keyedTurn) wait() error {
-	var timer <-chan time.Time
-	if at, ok := k.nextRetry(); ok && !k.stopped {
-		tm := time.NewTimer(max(at.Sub(k.w.now()), time.Millisecond))
-		defer tm.Stop()
-		timer = tm.C
-	}
-	select {
-	case l := <-k.landed:
-		return k.land(l)
-	case <-timer:
-		return nil
-	}
 }
 
 // nextRetry is the earliest end of a failing message's backoff.
@@ -429,18 +491,24 @@ func (k *keyedTurn) nextRetry() (time.Time, bool) {
 }
 
 // land records one message's POSTs: acknowledged, it joins the window;
-// failed, it backs off alone, pauses the registration, or parks it.
-func (k *keyedTurn) land(l landing) error {
+// failed, it backs off alone, pauses the registration, or parks it. A
+// store error ends the turn with it.
+func (k *keyedTurn) land(l landing) {
 	k.posting--
-	if k.posting > 0 {
-		k.w.sched.shrink()
-	}
 	l.r.posting = false
 	k.t.p.deliveries += l.p.deliveries
-	if l.f == nil {
-		return k.acknowledge(l.r, l.p.deliveries)
+	var err error
+	switch {
+	case l.unprojectable:
+		k.stop(l.f, k.st.failing[l.r.rec.Seq].attempts+1)
+	case l.f == nil:
+		err = k.acknowledge(l.r, l.p.deliveries)
+	default:
+		err = k.failed(l.r, *l.f)
 	}
-	return k.failed(l.r, *l.f)
+	if err != nil && k.err == nil {
+		k.err, k.stopped = err, true
+	}
 }
 
 func (k *keyedTurn) acknowledge(r *keyedRec, posts int) error {
@@ -505,8 +573,8 @@ func (k *keyedTurn) finish() (more bool, err error) {
 		return false, k.parkNow()
 	case k.ctx.Err() != nil || w.stopping.Load() || !w.mine(t.reg.ID):
 		return false, k.save(time.Time{})
-	case k.readErr != nil:
-		return false, errors.Join(k.readErr, k.save(time.Time{}))
+	case k.readErr != nil || k.err != nil:
+		return false, errors.Join(k.readErr, k.err, k.save(time.Time{}))
 	case t.yielded:
 		return true, k.save(w.now())
 	case k.paced:

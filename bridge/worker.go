@@ -315,7 +315,12 @@ func (w *Worker) prefetch(ctx context.Context, reg cursor.Registration, page *jo
 	if page.CaughtUp || len(page.Records) < DrainPage {
 		return
 	}
-	from := page.Records[len(page.Records)-1].Seq + 1
+	w.prefetchFrom(ctx, reg, page.Records[len(page.Records)-1].Seq+1)
+}
+
+// prefetchFrom reads, and projects, the page of reg's filter from `from`
+// in the background.
+func (w *Worker) prefetchFrom(ctx context.Context, reg cursor.Registration, from uint64) {
 	target := w.target(reg)
 	go func() {
 		next, err := w.journal.Read(ctx, reg.Subject, from, DrainPage)
