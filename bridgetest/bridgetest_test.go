@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetstream-bridge/bridge/admin"
 	"github.com/jetstream-bridge/bridge/bridgetest"
 )
 
@@ -164,6 +165,37 @@ func publishRetried(t *testing.T, env *bridgetest.Env, subject string) uint64 {
 		}
 		if attempt == 15 {
 			t.Fatalf("publishing %s: %v, %d times", subject, err, attempt)
+		}
+	}
+}
+
+// A registration with ordering keys gets every message, each key's in
+// stream order.
+func TestAKeyedRegistrationKeepsOrderPerKey(t *testing.T) {
+	env := bridgetest.New(t)
+	rc := env.Receiver()
+	r := rc.Outbox("journal.orders.>")
+	r.Ordering = &admin.Ordering{Key: "tokens:3", MaxInFlight: 4}
+	if reg := env.Register(r); reg.Ordering == nil || reg.Ordering.Key != "tokens:3" {
+		t.Fatalf("registered with ordering %+v, want tokens:3", reg.Ordering)
+	}
+	perKey := make(map[string][]uint64)
+	for i := range 12 {
+		subject := fmt.Sprintf("journal.orders.c%d.e%d", i%3, i)
+		perKey[subject[:len("journal.orders.c0")]] = append(perKey[subject[:len("journal.orders.c0")]], env.Publish(subject, []byte("{}")))
+	}
+	got := rc.WaitFor(12)
+	first := make(map[uint64]int)
+	for i, d := range got {
+		if _, ok := first[d.Seq]; !ok {
+			first[d.Seq] = i
+		}
+	}
+	for key, seqs := range perKey {
+		for i := 1; i < len(seqs); i++ {
+			if first[seqs[i]] < first[seqs[i-1]] {
+				t.Fatalf("%s: sequence %d arrived before %d", key, seqs[i], seqs[i-1])
+			}
 		}
 	}
 }

@@ -354,6 +354,8 @@ type Registration struct {
 	Token           string            `json:"token,omitempty"`
 	Headers         map[string]string `json:"headers,omitempty"`
 	Batch           *admin.Batch      `json:"batch,omitempty"`
+	// Ordering keeps order per key and many POSTs in flight (CONTRACT §12).
+	Ordering *admin.Ordering `json:"ordering,omitempty"`
 	// Start is "new" (the outbox default), "first", {"seq": N} or
 	// {"time": RFC 3339}.
 	Start any `json:"start,omitempty"`
