@@ -47,6 +47,14 @@ type regSnapshot struct {
 	NextAttemptAt *time.Time `json:"nextAttemptAt"`
 	LastError     string     `json:"lastError"`
 	Delivered     uint64     `json:"delivered"`
+	// With ordering keys (CONTRACT §12): the ordering as echoed, the
+	// POSTs in flight and the messages acknowledged past nextSeq.
+	Ordering struct {
+		Key         string `json:"key"`
+		MaxInFlight int    `json:"maxInFlight"`
+	} `json:"ordering"`
+	InFlight int `json:"inFlight"`
+	Ahead    int `json:"ahead"`
 }
 
 // adminError is the error answer of the admin API.
