@@ -76,7 +76,7 @@ type testCase struct {
 
 func cases() []testCase {
 	var all []testCase
-	for _, group := range [][]testCase{opCases, readCases, writeBehindCases} {
+	for _, group := range [][]testCase{opCases, readCases, writeBehindCases, windowCases} {
 		all = append(all, group...)
 	}
 	return all
