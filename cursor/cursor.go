@@ -209,7 +209,8 @@ type Store interface {
 	// at, earliest first, reading only the due index.
 	Due(ctx context.Context, at time.Time, limit int, ns string) (Due, error)
 	// Advance records acknowledged progress. Durability may lag the call,
-	// never lead it: a crash repeats deliveries, never loses them.
+	// never lead it: a crash repeats deliveries, never loses them. A
+	// window that breaks Ahead's invariant is refused (ErrInvalidWindow).
 	Advance(ctx context.Context, id string, p Progress) error
 	// Retry counts a failure and schedules the next attempt.
 	Retry(ctx context.Context, id string, next time.Time, lastErr string) error

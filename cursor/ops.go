@@ -296,12 +296,16 @@ func (db *DB) Delete(ctx context.Context, id string) error {
 }
 
 // Advance records acknowledged progress in memory and returns; Flush makes
-// it durable. Get and List see it at once, and so does Due, except that a
+// it durable. A window that breaks Ahead's invariant is refused
+// (ErrInvalidWindow). Get and List see it at once, and so does Due, except that a
 // row the progress wakes from idle is found once it is flushed. See
 // Progress for what each field does and progress.apply for how it lands.
 func (db *DB) Advance(ctx context.Context, id string, p Progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := CheckWindow(p); err != nil {
+		return fmt.Errorf("cursor: advance %q: %w", id, err)
 	}
 	pr := progress{Progress: p, at: db.now()}
 	// Progress already pending knows the row's incarnation; only the first

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -66,6 +67,39 @@ func (a Ahead) Trim(next uint64) Ahead {
 	return slices.Clone(a[i:])
 }
 
+// ErrInvalidWindow is a windowed Progress whose Ahead breaks the
+// invariant: Advance refuses it, since a store would keep a set it cannot
+// write, or not read back once written.
+var ErrInvalidWindow = errors.New("cursor: the acknowledged-ahead set breaks its invariant")
+
+// Check reports whether a keeps the invariant for the cursor next:
+// ascending, distinct, every member at or above next and below
+// next+WindowSize. The error wraps ErrInvalidWindow.
+func (a Ahead) Check(next uint64) error {
+	for i, s := range a {
+		switch {
+		case s < next:
+			return fmt.Errorf("%w: %d is behind the cursor %d", ErrInvalidWindow, s, next)
+		case s-next >= WindowSize:
+			return fmt.Errorf("%w: %d is %d or more past the cursor %d", ErrInvalidWindow, s, WindowSize, next)
+		case i > 0 && s <= a[i-1]:
+			return fmt.Errorf("%w: %d follows %d", ErrInvalidWindow, s, a[i-1])
+		}
+	}
+	return nil
+}
+
+// CheckWindow refuses a windowed p whose Ahead breaks the invariant for
+// its NextSeq (see Ahead.Check); progress without a window passes. Every
+// Store's Advance calls it, so no store keeps a set it cannot write or
+// read back.
+func CheckWindow(p Progress) error {
+	if !p.Window {
+		return nil
+	}
+	return p.Ahead.Check(p.NextSeq)
+}
+
 // Contains reports whether seq was acknowledged ahead of the cursor.
 func (a Ahead) Contains(seq uint64) bool {
 	_, ok := slices.BinarySearch(a, seq)
@@ -114,9 +148,14 @@ func readAhead(b []byte) (Ahead, error) {
 	var a Ahead
 	for i, by := range bits {
 		for j := range 8 {
-			if by&(1<<j) != 0 {
-				a = append(a, first+uint64(i*8+j))
+			if by&(1<<j) == 0 {
+				continue
 			}
+			d := uint64(i*8 + j)
+			if d > math.MaxUint64-first {
+				return nil, errors.New("acknowledged-ahead set runs past the last sequence")
+			}
+			a = append(a, first+d)
 		}
 	}
 	if len(a) == 0 || a[0] != first {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -81,6 +82,8 @@ func TestAheadStoredFormRefusesDamage(t *testing.T) {
 		"wider than any window":     append([]byte{5, 1}, make([]byte, WindowSize/8)...),
 		"an overlong first member":  {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1},
 		"a bitmap past a cut short": {0x80, 0x80},
+		// The last sequence and the one the bitmap says comes after it.
+		"members past the last sequence": {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x03},
 	} {
 		if a, err := readAhead(b); err == nil {
 			t.Errorf("%s: read as %v", name, a)
@@ -95,6 +98,36 @@ func TestAheadStoredFormRefusesDamage(t *testing.T) {
 		var a Ahead
 		if err := json.Unmarshal([]byte(j), &a); err == nil {
 			t.Errorf("JSON %s read as %v", j, a)
+		}
+	}
+}
+
+func TestAheadCheck(t *testing.T) {
+	for _, a := range aheadForms {
+		if len(a) > 0 {
+			if err := a.Check(a[0]); err != nil {
+				t.Errorf("%v from its first member: %v", a, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		a    Ahead
+		next uint64
+		ok   bool
+	}{
+		{nil, 7, true},
+		{Ahead{7, 8}, 7, true},
+		{Ahead{8, 7 + WindowSize - 1}, 7, true},
+		{Ahead{math.MaxUint64}, math.MaxUint64 - 1, true},
+		{Ahead{6, 8}, 7, false},
+		{Ahead{8, 7 + WindowSize}, 7, false},
+		{Ahead{9, 8}, 7, false},
+		{Ahead{8, 8}, 7, false},
+		{Ahead{math.MaxUint64}, 1, false},
+	} {
+		err := c.a.Check(c.next)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalidWindow)) {
+			t.Errorf("%v.Check(%d) = %v, want ok %v", c.a, c.next, err, c.ok)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cursortest
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ var windowCases = []testCase{
 	{"window: a full one round-trips", windowFull},
 	{"window: its failures and schedule land on an active row", windowFailures},
 	{"window: an advance without one that moves the cursor trims it", windowTrimmedByAdvance},
+	{"window: one that breaks its invariant is refused and the row stays readable", windowRefused},
 }
 
 // windowed is the progress of a registration with ordering keys.
@@ -334,4 +336,35 @@ func windowTrimmedByAdvance(e *env) {
 		e.advance(id, cursor.Progress{NextSeq: 21, Delivered: 1})
 	}
 	e.wantEverywhere(ids, 21)
+}
+
+// A window the store could not write, or not read back once written, is
+// refused by Advance; the row keeps its window and stays readable.
+func windowRefused(e *env) {
+	e.create(keyed("a"))
+	e.advance("a", windowed(10, 12, 20))
+	e.flush()
+	const next = 100
+	for name, ahead := range map[string][]uint64{
+		"descending":          {130, 120},
+		"repeated":            {120, 120},
+		"behind the cursor":   {99, 120},
+		"a window past it":    {120, next + cursor.WindowSize},
+		"far past it":         {next + 1<<20},
+		"descending far back": {120, 1},
+	} {
+		p := windowed(next, ahead...)
+		if err := e.s.Advance(e.ctx, "a", p); !errors.Is(err, cursor.ErrInvalidWindow) {
+			e.t.Errorf("%s: Advance(%v) = %v, want cursor.ErrInvalidWindow", name, ahead, err)
+		}
+	}
+	e.wantWindow("pending", e.get("a"), 10, 12, 20)
+	e.flush()
+	e.wantWindow("flushed", e.get("a"), 10, 12, 20)
+	e.reopen(true, Options{})
+	e.wantWindow("after a crash", e.get("a"), 10, 12, 20)
+	// A window without the flag is not one: its set is not read.
+	e.advance("a", cursor.Progress{NextSeq: 11, Ahead: cursor.Ahead{3, 1}})
+	e.flush()
+	e.wantWindow("after a plain Advance", e.get("a"), 11, 12, 20)
 }

@@ -468,10 +468,14 @@ func (s *Store) remove(ctx context.Context, id string, rev uint64) error {
 
 // Advance records acknowledged progress in memory; Flush writes it. Get
 // and List see it at once, Due too except that a row it wakes from idle
-// is found once it is written — as in the bolt store.
+// is found once it is written — as in the bolt store. A window that
+// breaks its invariant is refused (cursor.ErrInvalidWindow).
 func (s *Store) Advance(ctx context.Context, id string, p cursor.Progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := cursor.CheckWindow(p); err != nil {
+		return fmt.Errorf("kvstore: advance %q: %w", id, err)
 	}
 	pr := progress{Progress: p, at: s.now()}
 	if s.wb.add(id, pr, true) {
