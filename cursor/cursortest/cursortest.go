@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,11 +76,7 @@ type testCase struct {
 }
 
 func cases() []testCase {
-	var all []testCase
-	for _, group := range [][]testCase{opCases, readCases, writeBehindCases, windowCases} {
-		all = append(all, group...)
-	}
-	return all
+	return slices.Concat(opCases, readCases, writeBehindCases, windowCases)
 }
 
 // Clock is a settable clock for a store under test.
