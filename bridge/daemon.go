@@ -92,7 +92,15 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 	for _, opt := range opts {
 		opt(d)
 	}
+	// One budget of POST slots for the whole bridge: --max-in-flight
+	// bounds the bridge, whichever namespaces its POSTs are for.
+	var b *budget
 	for _, w := range workers {
+		if b == nil {
+			b = w.sched.budget
+		} else {
+			b.share(w.sched)
+		}
 		d.workers[w.ns] = w
 		d.scan = w.journal
 		w.advanced = d.kickFlush

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -143,6 +144,10 @@ type keyedTurn struct {
 	posting int
 	kick    chan struct{}
 	reading bool
+	// looked is when the row was last read; changed, that it no longer
+	// stands as the turn read it.
+	looked  time.Time
+	changed bool
 	// stopped ends dispatching: the turn only waits for its POSTs.
 	stopped bool
 	// err is a store write that failed; the turn ends with it.
@@ -172,13 +177,14 @@ func (w *Worker) serveKeyed(ctx context.Context, t *turn, page *journal.Page) (p
 	}
 	k := &keyedTurn{
 		w: w, t: t, ctx: ctx, key: key, unordered: unordered, width: widthOf(&t.reg),
-		st:    w.keyed.take(t.reg.ID),
-		base:  t.next,
+		st:   w.keyed.take(t.reg.ID),
+		base: t.next, looked: t.started,
 		from:  t.next,
 		acked: slices.Clone(t.reg.Ahead.Trim(t.next)),
 	}
 	defer w.keyed.put(t.reg.ID, k.st)
 	k.kick = make(chan struct{}, 1)
+	defer w.sched.hook(t.reg.ID, k.poke)()
 	k.blocked = make(map[string]struct{})
 	if hold := k.st.holdUntil; hold.After(t.at) {
 		return t.p, false, k.save(hold)
@@ -270,13 +276,21 @@ func (k *keyedTurn) run() (more bool, err error) {
 	defer k.mu.Unlock()
 	for {
 		k.spawn()
+		if k.readMore() {
+			continue
+		}
 		if k.workers == 0 {
-			if k.readMore() {
-				continue
-			}
 			return k.finish()
 		}
 		k.waitLocked()
+	}
+}
+
+// poke wakes run: a worker stopped, or a message for the turn landed.
+func (k *keyedTurn) poke() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -332,10 +346,7 @@ func (k *keyedTurn) work() {
 	}
 	k.workers--
 	k.mu.Unlock()
-	select {
-	case k.kick <- struct{}{}:
-	default:
-	}
+	k.poke()
 }
 
 // post projects r and makes its POSTs, without k.mu.
@@ -363,10 +374,9 @@ func (k *keyedTurn) readMore() bool {
 	}
 	if k.caughtUp {
 		// A message published during the turn woke it: read again
-		// rather than end the turn and start another for it, unless the
-		// turn is old enough that its row should be read afresh (a PUT,
-		// a park or a delete made meanwhile).
-		if time.Since(k.t.started) >= keyedTurnSpan || !k.w.sched.takeWake(k.t.reg.ID) {
+		// rather than end the turn and start another for it, as long as
+		// its row stands as the turn read it.
+		if !k.current() || !k.w.sched.takeWake(k.t.reg.ID) {
 			return false
 		}
 	} else if k.free(1) > 0 {
@@ -388,11 +398,29 @@ func (k *keyedTurn) readMore() bool {
 	return true
 }
 
-// keyedTurnSpan is how long a keyed turn goes on reading messages that
-// arrive while it runs. A turn keeps the row it read at its start; ending
-// it about once a second lets a PUT or an operator's park take effect,
-// at the cost of letting its POSTs land once before the next turn starts.
+// keyedTurnSpan is how long a keyed turn trusts the row it read: a turn
+// that goes on reading messages as they arrive reads its row again after
+// it, and ends when a PUT, a park, a rewind or a delete changed it, so
+// the next turn starts from the row as it stands.
 const keyedTurnSpan = time.Second
+
+// current reports whether the row is still as the turn read it, reading
+// it again once keyedTurnSpan has passed since the last look; k.mu is
+// released during the read.
+func (k *keyedTurn) current() bool {
+	if k.changed || time.Since(k.looked) < keyedTurnSpan {
+		return !k.changed
+	}
+	k.reading = true
+	k.mu.Unlock()
+	reg, err := k.w.store.Get(k.ctx, k.t.reg.ID)
+	k.mu.Lock()
+	k.reading = false
+	k.looked = time.Now()
+	k.changed = err != nil || reg.State != cursor.Active || reg.NextSeq < k.base ||
+		!reflect.DeepEqual(reg.Config, k.t.reg.Config)
+	return !k.changed
+}
 
 // free counts, up to limit, the loaded messages that may be POSTed now:
 // not acknowledged, not in flight, not backing off, and first of their

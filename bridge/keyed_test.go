@@ -18,6 +18,9 @@ import (
 
 	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/netguard"
+	"github.com/jetstream-bridge/bridge/projection"
+	"github.com/jetstream-bridge/bridge/webhook"
 )
 
 // keyedReceiver records the body of every POST, in arrival order, and the
@@ -419,4 +422,77 @@ func TestKeyedReusesConnections(t *testing.T) {
 	if c := conns.Load(); c > 2*16 {
 		t.Fatalf("%d connections for %d POSTs at 16 in flight; want at most 32", c, n)
 	}
+}
+
+// --max-in-flight bounds the POSTs of the whole bridge: two namespaces'
+// workers under one daemon share its slots.
+func TestMaxInFlightBoundsTheWholeBridge(t *testing.T) {
+	e := newEnv(t)
+	var open, most atomic.Int32
+	hold := make(chan struct{})
+	rc := newKeyedReceiver(t, func(string) int {
+		n := open.Add(1)
+		defer open.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-hold
+		return http.StatusOK
+	})
+	e.shape = keyedBy("subject", 8)
+	e.register("o", rc.URL, "journal.>")
+	e.shape = nil
+	for i := range 4 {
+		e.registerNS(fmt.Sprintf("a%d", i), "a2a", rc.URL, "journal.>", t0)
+	}
+	for i := range 16 {
+		e.publish(fmt.Sprintf("journal.k%d", i), fmt.Sprintf("k%d:0", i))
+	}
+	// A2A webhooks on plain loopback HTTP, as --a2a-allow-loopback allows.
+	e.sender = webhook.NewSender(webhook.WithPolicy(netguard.NewPolicy(netguard.WithAllowLoopbackHTTP(true))))
+	t.Cleanup(e.sender.Close)
+	outbox := e.worker(bridge.WithMaxInFlight(6))
+	a2a := e.workerFor(a2aPassThrough{}, bridge.WithMaxInFlight(6))
+	runDaemon(t, bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{outbox, a2a}))
+	waitUntil(t, "six POSTs open", func() bool { return open.Load() == 6 })
+	time.Sleep(100 * time.Millisecond)
+	close(hold)
+	waitUntil(t, "every POST", func() bool { return len(rc.arrivals()) >= 16+4*16 })
+	if m := most.Load(); m != 6 {
+		t.Fatalf("%d POSTs at once over both namespaces; --max-in-flight is 6", m)
+	}
+}
+
+// a2aPassThrough is passThrough for the a2a namespace's worker.
+type a2aPassThrough struct{ passThrough }
+
+func (a2aPassThrough) Namespace() projection.Namespace { return projection.A2A }
+
+// A slow POST holds only its own key: messages of other keys published
+// while it is in flight are delivered before it is answered, including
+// after the turn has run for longer than it trusts its row.
+func TestKeyedSlowPostHoldsOnlyItsKey(t *testing.T) {
+	e := newEnv(t)
+	e.shape = keyedBy("subject", 4)
+	release := make(chan struct{})
+	rc := newKeyedReceiver(t, func(b string) int {
+		if b == "slow:0" {
+			<-release
+		}
+		return http.StatusOK
+	})
+	defer close(release)
+	e.register("s", rc.URL, "journal.>")
+	w := e.worker(bridge.WithTick(50 * time.Millisecond))
+	runDaemon(t, bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}))
+	e.publish("journal.slow", "slow:0")
+	waitUntil(t, "the slow POST in flight", func() bool { return w.InFlight("s") == 1 })
+	for round := range 2 {
+		for i := range 5 {
+			e.publish(fmt.Sprintf("journal.k%d", i), fmt.Sprintf("k%d:%d", i, round))
+		}
+		waitUntil(t, "other keys' messages while the slow POST is in flight", func() bool { return len(rc.acked()) == 5*(round+1) })
+		// Past the span after which the turn reads its row again.
+		time.Sleep(1100 * time.Millisecond)
+	}
+	checkFirstArrivalsInOrder(t, rc.arrivals())
 }

@@ -147,7 +147,7 @@ func (w *Worker) dispatch(ctx context.Context, readDue bool) (more bool) {
 	w.sched.setWaiting(true)
 	defer func() { w.sched.setWaiting(more) }()
 	busy := w.sched.busy()
-	free := w.maxInFlight - busy
+	free := w.sched.budget.free()
 	if free <= 0 {
 		return readDue
 	}
@@ -163,7 +163,7 @@ func (w *Worker) dispatch(ctx context.Context, readDue bool) (more bool) {
 	}
 	for _, id := range ids {
 		if !w.sched.claim(id, w.maxInFlight) {
-			if w.sched.busy() >= w.maxInFlight {
+			if w.sched.budget.full() {
 				return true
 			}
 			continue

@@ -15,7 +15,7 @@ func poked(s *scheduler) bool {
 // A message that wakes a registration during its turn is served by the
 // same goroutine right after, with no poke of the dispatcher.
 func TestSchedulerServesAWakeDuringATurnAgain(t *testing.T) {
-	s := newScheduler()
+	s := newScheduler(2)
 	if !s.claimOrWake("a", 2) {
 		t.Fatal("an idle registration with a free slot was not claimed")
 	}
@@ -39,7 +39,7 @@ func TestSchedulerServesAWakeDuringATurnAgain(t *testing.T) {
 // A registration does not keep its slot while others wait for one.
 func TestSchedulerAgainYieldsTheSlot(t *testing.T) {
 	t.Run("another woken registration", func(t *testing.T) {
-		s := newScheduler()
+		s := newScheduler(1)
 		s.claimOrWake("a", 1)
 		if s.claimOrWake("b", 1) {
 			t.Fatal("claimed past the limit")
@@ -56,7 +56,7 @@ func TestSchedulerAgainYieldsTheSlot(t *testing.T) {
 		}
 	})
 	t.Run("due rows left waiting", func(t *testing.T) {
-		s := newScheduler()
+		s := newScheduler(4)
 		s.claimOrWake("a", 4)
 		s.claimOrWake("a", 4)
 		s.setWaiting(true)
@@ -65,7 +65,7 @@ func TestSchedulerAgainYieldsTheSlot(t *testing.T) {
 		}
 	})
 	t.Run("a failed turn", func(t *testing.T) {
-		s := newScheduler()
+		s := newScheduler(4)
 		s.claimOrWake("a", 4)
 		s.later("a")
 		s.claimOrWake("a", 4)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -30,28 +31,107 @@ type scheduler struct {
 	// message's turn does not wake a second goroutine for nothing.
 	waiting bool
 	// extra counts the POST slots keyed turns hold beyond their claim
-	// (see grow): a slot is a claim or an extra, and the two together
-	// never exceed the worker's limit.
-	extra int
-	kick  chan struct{}
+	// (see grow): a slot is a claim or an extra, and the slots of every
+	// scheduler sharing the budget never exceed its limit.
+	extra  int
+	budget *budget
+	kick   chan struct{}
+	// hooks are called by wake for ids in a turn that asked (see hook).
+	hooks map[string]func()
 }
 
-func newScheduler() *scheduler {
-	return &scheduler{
+// budget is the POST slots of the whole bridge (--max-in-flight), shared
+// by the schedulers of every namespace's worker: a slot is taken by a
+// claim or a keyed turn's extra POST, under the taking scheduler's lock,
+// and a release that frees a full budget pokes every scheduler, since
+// the one waiting for the slot may be another namespace's.
+type budget struct {
+	limit  int
+	used   atomic.Int64
+	scheds []*scheduler
+}
+
+func newBudget(limit int) *budget { return &budget{limit: limit} }
+
+// share makes s take its slots from b.
+func (b *budget) share(s *scheduler) {
+	b.scheds = append(b.scheds, s)
+	s.budget = b
+}
+
+// acquire takes a slot while fewer than min(limit, b.limit) are taken;
+// math.MaxInt, from a caller bounding its turns itself (Sweep), takes one
+// whatever the budget's limit, and counts it.
+func (b *budget) acquire(limit int) bool {
+	if limit != math.MaxInt {
+		limit = min(limit, b.limit)
+	}
+	for {
+		u := b.used.Load()
+		if u >= int64(limit) {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+1) {
+			return true
+		}
+	}
+}
+
+func (b *budget) release() {
+	if b.used.Add(-1) == int64(b.limit)-1 {
+		for _, s := range b.scheds {
+			s.poke()
+		}
+	}
+}
+
+func (b *budget) full() bool { return b.free() <= 0 }
+
+// free is how many slots are not taken.
+func (b *budget) free() int { return b.limit - int(b.used.Load()) }
+
+func newScheduler(limit int) *scheduler {
+	s := &scheduler{
 		inflight: make(map[string]struct{}),
 		woken:    make(map[string]struct{}),
 		deferred: make(map[string]struct{}),
 		kick:     make(chan struct{}, 1),
 	}
+	newBudget(limit).share(s)
+	return s
 }
 
 func (s *scheduler) wake(ids ...string) {
+	var hooks []func()
 	s.mu.Lock()
 	for _, id := range ids {
 		s.woken[id] = struct{}{}
+		if h, ok := s.hooks[id]; ok {
+			hooks = append(hooks, h)
+		}
 	}
 	s.mu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
 	s.poke()
+}
+
+// hook has fn called when id is woken while it is in a turn, until the
+// returned func is called: a keyed turn waiting for a slow POST reads the
+// new message at once instead of after the POST.
+func (s *scheduler) hook(id string, fn func()) (unhook func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hooks == nil {
+		s.hooks = make(map[string]func())
+	}
+	s.hooks[id] = fn
+	return func() {
+		s.mu.Lock()
+		delete(s.hooks, id)
+		s.mu.Unlock()
+	}
 }
 
 // wakeQuiet marks id woken without a poke, for callers that wake many ids
@@ -59,7 +139,11 @@ func (s *scheduler) wake(ids ...string) {
 func (s *scheduler) wakeQuiet(id string) {
 	s.mu.Lock()
 	s.woken[id] = struct{}{}
+	h := s.hooks[id]
 	s.mu.Unlock()
+	if h != nil {
+		h()
+	}
 }
 
 func (s *scheduler) poke() {
@@ -136,7 +220,7 @@ func (s *scheduler) claimOrWake(id string, limit int) bool {
 }
 
 func (s *scheduler) claimLocked(id string, limit int) bool {
-	if _, busy := s.inflight[id]; busy || s.usedLocked() >= limit {
+	if _, busy := s.inflight[id]; busy || !s.budget.acquire(limit) {
 		return false
 	}
 	s.inflight[id] = struct{}{}
@@ -153,7 +237,7 @@ func (s *scheduler) again(id string, limit int) bool {
 	s.mu.Lock()
 	_, woken := s.woken[id]
 	_, deferred := s.deferred[id]
-	keep := woken && !deferred && !s.waiting && (s.usedLocked() < limit || len(s.woken) == 1)
+	keep := woken && !deferred && !s.waiting && (!s.budget.full() || len(s.woken) == 1)
 	look := false
 	if keep {
 		delete(s.woken, id)
@@ -180,7 +264,10 @@ func (s *scheduler) release(id string) {
 // look for work: it is dispatching, left due rows waiting, or a woken
 // registration waits for the slot.
 func (s *scheduler) releaseLocked(id string) bool {
-	delete(s.inflight, id)
+	if _, ok := s.inflight[id]; ok {
+		delete(s.inflight, id)
+		s.budget.release()
+	}
 	return s.waiting || len(s.woken) > 0
 }
 
@@ -189,7 +276,7 @@ func (s *scheduler) releaseLocked(id string) bool {
 func (s *scheduler) contended(limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.usedLocked() >= limit && s.othersWaitLocked()
+	return s.budget.full() && s.othersWaitLocked()
 }
 
 // othersWaitLocked reports that a registration waits for a slot: woken
@@ -199,7 +286,7 @@ func (s *scheduler) othersWaitLocked() bool {
 	return s.waiting || len(s.woken) > len(s.inflight)
 }
 
-// usedLocked is the slots in use: claims and keyed turns' extras.
+// usedLocked is this scheduler's slots: claims and keyed turns' extras.
 func (s *scheduler) usedLocked() int { return len(s.inflight) + s.extra }
 
 // grow gives a keyed turn that holds held slots one more, for one more
@@ -209,10 +296,10 @@ func (s *scheduler) usedLocked() int { return len(s.inflight) + s.extra }
 func (s *scheduler) grow(held, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.usedLocked() >= limit {
+	if s.othersWaitLocked() && held >= max(1, limit/(len(s.inflight)+1)) {
 		return false
 	}
-	if s.othersWaitLocked() && held >= max(1, limit/(len(s.inflight)+1)) {
+	if !s.budget.acquire(limit) {
 		return false
 	}
 	s.extra++
@@ -224,6 +311,7 @@ func (s *scheduler) grow(held, limit int) bool {
 func (s *scheduler) shrink() {
 	s.mu.Lock()
 	s.extra--
+	s.budget.release()
 	look := s.waiting || len(s.woken) > 0
 	s.mu.Unlock()
 	if look {

@@ -192,7 +192,7 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 		}
 	}
 	w.series = w.metrics.forNamespace(w.ns)
-	w.sched = newScheduler()
+	w.sched = newScheduler(w.maxInFlight)
 	w.turns = make(chan string, w.maxInFlight)
 	w.cache = gencache.New[cacheKey, projection.Result](projectionCacheSize)
 	w.limits = newLimits()
