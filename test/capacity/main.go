@@ -33,7 +33,7 @@ type inputs struct {
 	casPerLeader   float64       // cursor writes per second one KV stream leader takes (C5)
 	rowBytes       float64       // one registration's row in the regs bucket
 	indexBytes     float64       // one registration in each bridge's in-memory index
-	maxInFlight    float64       // --max-in-flight, per namespace and bridge
+	maxInFlight    float64       // --max-in-flight: POSTs of the whole bridge
 	bridgeCores    float64       // cores per bridge
 	bridgeMemory   float64       // bytes of memory per bridge
 	journalMsgPerS float64       // messages per second one bridge's tail reads (S4 at ease)
@@ -64,7 +64,7 @@ func model(in inputs) []line {
 		{"bridge CPU", fmt.Sprintf("%.1f cores", cpu), "bridge", fmt.Sprintf("%.0f cores", in.bridgeCores),
 			cpu / in.bridgeCores, false},
 		{"POSTs in flight (Little's law)", fmt.Sprintf("%.0f at once", concurrent), "bridge",
-			fmt.Sprintf("%.0f (--max-in-flight × 2 namespaces)", 2*in.maxInFlight), concurrent / (2 * in.maxInFlight), false},
+			fmt.Sprintf("%.0f (--max-in-flight)", in.maxInFlight), concurrent / in.maxInFlight, false},
 		{"cursor writes", fmt.Sprintf("%.0f/s", writes), "regs bucket (one stream leader)",
 			fmt.Sprintf("%.0f/s", in.casPerLeader*in.leaderHeadroom), writes / (in.casPerLeader * in.leaderHeadroom), false},
 		{"index memory", fmt.Sprintf("%.1f GiB on every bridge", in.registrations*in.indexBytes/(1<<30)), "bridge",
@@ -87,7 +87,7 @@ func main() {
 	flag.Float64Var(&in.leaderHeadroom, "leader-headroom", 0.7, "fraction of a leader's measured rate to plan on")
 	flag.Float64Var(&in.rowBytes, "row-bytes", 522, "bytes of one registration's row, measured")
 	flag.Float64Var(&in.indexBytes, "index-bytes", 1874, "bytes of one registration in a bridge's index (measured with the server in the same process: an upper bound)")
-	flag.Float64Var(&in.maxInFlight, "max-in-flight", 16, "--max-in-flight")
+	flag.Float64Var(&in.maxInFlight, "max-in-flight", 64, "--max-in-flight")
 	flag.Float64Var(&in.bridgeCores, "bridge-cores", 4, "cores per bridge")
 	flag.Float64Var(&in.bridgeMemory, "bridge-memory", 8<<30, "bytes of memory per bridge")
 	flag.Float64Var(&in.journalMsgPerS, "journal-rate", 20_000, "messages/s one bridge's tail follows (assumed, not measured here)")
