@@ -482,7 +482,7 @@ func TestKeyedSlowPostHoldsOnlyItsKey(t *testing.T) {
 	})
 	defer close(release)
 	e.register("s", rc.URL, "journal.>")
-	w := e.worker(bridge.WithTick(50 * time.Millisecond))
+	w := e.worker()
 	runDaemon(t, bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}))
 	e.publish("journal.slow", "slow:0")
 	waitUntil(t, "the slow POST in flight", func() bool { return w.InFlight("s") == 1 })

@@ -166,11 +166,18 @@ func (s *scheduler) later(id string) {
 // again after its turn: a turn that found it caught up before the daemon
 // started following the stream again may have missed a message.
 func (s *scheduler) wakeInflight() {
+	var hooks []func()
 	s.mu.Lock()
 	for id := range s.inflight {
 		s.woken[id] = struct{}{}
+		if h, ok := s.hooks[id]; ok {
+			hooks = append(hooks, h)
+		}
 	}
 	s.mu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
 }
 
 // pendingIDs returns every registration woken, deferred or in a turn: the
@@ -211,11 +218,16 @@ func (s *scheduler) claim(id string, limit int) bool {
 // find nothing woken and leave the message waiting for the next tick.
 func (s *scheduler) claimOrWake(id string, limit int) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.claimLocked(id, limit) {
+		s.mu.Unlock()
 		return true
 	}
 	s.woken[id] = struct{}{}
+	h := s.hooks[id]
+	s.mu.Unlock()
+	if h != nil {
+		h()
+	}
 	return false
 }
 
