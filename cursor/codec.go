@@ -13,7 +13,8 @@ import (
 //	rowFormat (1 byte) | incarnation (8 bytes BE) | uvarint len(state) | state | Config as JSON
 //
 // The delivery state — namespace, State, NextSeq, Attempts, NextAttemptAt,
-// LastError, Delivered, CreatedAt, UpdatedAt, CompletedAt, Furthest, Ahead — is a compact
+// LastError, Delivered, CreatedAt, UpdatedAt, CompletedAt, Furthest, Ahead,
+// Filtered, FilterErrors, LastFilterError — is a compact
 // binary record, because Flush rewrites it for every registration that made
 // progress and must not spend its time in a JSON codec. The Config is JSON:
 // it changes only on Create and Replace, and a field added to Config is
@@ -119,12 +120,23 @@ func appendState(b []byte, r *Registration) []byte {
 	b = appendTime(b, r.UpdatedAt)
 	b = appendTime(b, r.CompletedAt)
 	b = binary.AppendUvarint(b, r.Furthest)
-	if len(r.Ahead) == 0 {
+	filtering := r.Filtered != 0 || r.FilterErrors != 0 || r.LastFilterError != ""
+	if len(r.Ahead) == 0 && !filtering {
 		return b
 	}
-	ahead := appendAhead(nil, r.Ahead)
+	// The set's length, 0 when empty, so the filter's counts can follow.
+	var ahead []byte
+	if len(r.Ahead) > 0 {
+		ahead = appendAhead(nil, r.Ahead)
+	}
 	b = binary.AppendUvarint(b, uint64(len(ahead)))
-	return append(b, ahead...)
+	b = append(b, ahead...)
+	if !filtering {
+		return b
+	}
+	b = binary.AppendUvarint(b, r.Filtered)
+	b = binary.AppendUvarint(b, r.FilterErrors)
+	return appendString(b, r.LastFilterError)
 }
 
 func readState(b []byte, r *Registration) error {
@@ -154,6 +166,12 @@ func readState(b []byte, r *Registration) error {
 			return err
 		}
 		r.Ahead = a
+	}
+	if len(d.b) > 0 && d.err == nil {
+		// Absent from rows whose filter never passed a message over.
+		r.Filtered = d.uvarint()
+		r.FilterErrors = d.uvarint()
+		r.LastFilterError = d.string()
 	}
 	return d.err
 }

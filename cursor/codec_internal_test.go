@@ -13,7 +13,8 @@ import (
 // every Flush. Add it to appendState and readState, then to this list.
 func TestStateRecordCoversRegistration(t *testing.T) {
 	stored := []string{"Config", "State", "NextSeq", "Attempts", "NextAttemptAt", "LastError",
-		"Delivered", "CreatedAt", "UpdatedAt", "CompletedAt", "Furthest", "Ahead"}
+		"Delivered", "CreatedAt", "UpdatedAt", "CompletedAt", "Furthest", "Ahead",
+		"Filtered", "FilterErrors", "LastFilterError"}
 	var fields []string
 	for f := range reflect.TypeFor[Registration]().Fields() {
 		fields = append(fields, f.Name)
@@ -30,7 +31,8 @@ func TestRowsRoundTrip(t *testing.T) {
 			Secret: "whsec_x", PreviousSecretUntil: at, Batch: &Batch{MaxEvents: 10, MaxDelay: time.Second}},
 		State: Parked, NextSeq: 1 << 40, Attempts: 31, NextAttemptAt: at.Add(time.Hour), LastError: "503 é",
 		Delivered: 7, CreatedAt: at, UpdatedAt: at.Add(time.Minute), CompletedAt: time.Time{}, Furthest: 1<<40 + 9,
-		Ahead: Ahead{1<<40 + 2, 1<<40 + 3, 1<<40 + 4000},
+		Ahead:    Ahead{1<<40 + 2, 1<<40 + 3, 1<<40 + 4000},
+		Filtered: 1 << 33, FilterErrors: 3, LastFilterError: "journal message 1099511627780: no such key: total",
 	}}
 	v, err := encodeRow(&in)
 	if err != nil {
@@ -66,6 +68,26 @@ func TestRowsRoundTrip(t *testing.T) {
 	for cut := range len(v) {
 		if _, err := decodeRow("bridge.db", []byte("billing"), v[:cut], true); err == nil {
 			t.Fatalf("decoding %d of %d bytes succeeded", cut, len(v))
+		}
+	}
+}
+
+// TestRowsFilterCountsWithoutAhead: the filter's counts follow an empty
+// acknowledged-ahead set, and a row without either ends after Furthest.
+func TestRowsFilterCountsWithoutAhead(t *testing.T) {
+	for _, in := range []Registration{
+		{Config: Config{ID: "a", Namespace: "outbox", Filter: "subject == 'x'"}, State: Active, NextSeq: 7, Filtered: 4},
+		{Config: Config{ID: "a", Namespace: "outbox"}, State: Active, NextSeq: 7, FilterErrors: 1, LastFilterError: "e"},
+		{Config: Config{ID: "a", Namespace: "outbox"}, State: Active, NextSeq: 7, Ahead: Ahead{9}},
+		{Config: Config{ID: "a", Namespace: "outbox"}, State: Active, NextSeq: 7},
+	} {
+		v, err := encodeRow(&row{inc: 1, Registration: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeRow("bridge.db", []byte("a"), v, true)
+		if err != nil || !reflect.DeepEqual(got.Registration, in) {
+			t.Fatalf("decode = %+v, %v\nwant     %+v", got.Registration, err, in)
 		}
 	}
 }

@@ -76,6 +76,10 @@ type Config struct {
 	// Ordering, when its key is not the whole registration, lets many
 	// POSTs be in flight and keeps order per key (CONTRACT §12).
 	Ordering *Ordering `json:"ordering,omitempty"`
+	// Filter is a CEL expression over the CloudEvent the registration
+	// would send, its data, the NATS headers and subject; a message it
+	// answers false for is passed as if acknowledged (CONTRACT §13).
+	Filter string `json:"filter,omitempty"`
 }
 
 // TLS is how the bridge dials one receiver: the CAs it trusts instead of
@@ -129,6 +133,12 @@ type Registration struct {
 	// Ahead is what the receiver acknowledged past NextSeq, out of order
 	// (registrations with ordering keys); a rewind clears it.
 	Ahead Ahead `json:"ahead,omitempty"`
+	// Filtered counts messages the filter answered false for;
+	// FilterErrors those it failed on, the latest named by LastFilterError
+	// (CONTRACT §13). Both pass the cursor as acknowledged messages do.
+	Filtered        uint64 `json:"filtered,omitempty"`
+	FilterErrors    uint64 `json:"filterErrors,omitempty"`
+	LastFilterError string `json:"lastFilterError,omitempty"`
 }
 
 // HighWater is the furthest cursor the registration ever had.
@@ -140,6 +150,12 @@ type Progress struct {
 	NextSeq uint64
 	// Delivered is how many POSTs were answered 2xx since the last Advance.
 	Delivered uint64
+	// Filtered and FilterErrors count the messages the registration's
+	// filter passed over since the last Advance (false, and failed);
+	// LastFilterError, when set, replaces the row's.
+	Filtered        uint64
+	FilterErrors    uint64
+	LastFilterError string
 	// Idle marks the registration caught up: it leaves the due index until
 	// the worker wakes it for a new message.
 	Idle bool

@@ -25,6 +25,7 @@ func Fresh(r Registration, now time.Time) Registration {
 	r.Attempts = 0
 	r.LastError = ""
 	r.Delivered = 0
+	r.Filtered, r.FilterErrors, r.LastFilterError = 0, 0, ""
 	r.CreatedAt = now
 	r.UpdatedAt = now
 	r.CompletedAt = time.Time{}
@@ -42,8 +43,8 @@ func DueAt(at, now time.Time) time.Time {
 	return at.UTC()
 }
 
-// ApplyReplace swaps r's Config for c, keeping NextSeq, Delivered and
-// CreatedAt. An active or parked registration becomes active, with no
+// ApplyReplace swaps r's Config for c, keeping NextSeq, the delivered
+// and filtered counts and CreatedAt. An active or parked registration becomes active, with no
 // failures, due at `at`. A completed one stays completed with its new
 // Config: completion records that its terminal message was delivered,
 // which a new URL does not undo. c.Namespace may be empty (kept) but not
@@ -133,6 +134,11 @@ func (p Progress) Then(q Progress) Progress {
 	}
 	q.NextSeq = max(p.NextSeq, q.NextSeq)
 	q.Delivered += p.Delivered
+	q.Filtered += p.Filtered
+	q.FilterErrors += p.FilterErrors
+	if q.LastFilterError == "" {
+		q.LastFilterError = p.LastFilterError
+	}
 	q.Complete = q.Complete || p.Complete
 	return q
 }
@@ -154,6 +160,11 @@ func (p Progress) ApplyTo(r *Registration, at time.Time) {
 	r.NextSeq = max(r.NextSeq, p.NextSeq)
 	r.Ahead = r.Ahead.Trim(r.NextSeq)
 	r.Delivered += p.Delivered
+	r.Filtered += p.Filtered
+	r.FilterErrors += p.FilterErrors
+	if p.LastFilterError != "" {
+		r.LastFilterError = ClipError(p.LastFilterError)
+	}
 	r.UpdatedAt = at
 	switch {
 	case r.State == Completed:

@@ -76,7 +76,7 @@ type testCase struct {
 }
 
 func cases() []testCase {
-	return slices.Concat(opCases, readCases, writeBehindCases, windowCases)
+	return slices.Concat(opCases, readCases, writeBehindCases, windowCases, filterCases)
 }
 
 // Clock is a settable clock for a store under test.
