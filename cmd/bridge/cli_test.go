@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetstream-bridge/bridge/admin"
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/runflags"
 	"github.com/jetstream-bridge/bridge/netguard"
 )
 
@@ -95,7 +96,7 @@ func cleanEnv(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, envPrefix) || name == "NATS_URL" {
+		if strings.HasPrefix(name, runflags.EnvPrefix) || name == "NATS_URL" {
 			t.Setenv(name, "")
 		}
 	}

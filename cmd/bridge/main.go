@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/jetstream-bridge/bridge/internal/runflags"
 )
 
 const (
@@ -177,10 +179,11 @@ func (s *session) flags() *flag.FlagSet {
 	return fs
 }
 
-// parse parses args with parseFlags; -h prints the flags and stops the
+// parse parses args with runflags.Parse (flags, then their BRIDGE_*
+// variables); -h prints the flags and stops the
 // subcommand successfully.
 func (s *session) parse(fs *flag.FlagSet, args []string) error {
-	err := parseFlags(fs, args)
+	err := runflags.Parse(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprintf(s.out, "usage: bridge %s %s\n\n%s.\n\nflags:\n", s.cmd.name, s.cmd.synopsis, s.cmd.summary)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/cursor/kvstore"
+	"github.com/jetstream-bridge/bridge/internal/runflags"
 )
 
 const migrateSynopsis = "--from-bolt PATH [--nats-url URL] [--kv-bucket B] [--kv-replicas N] [--json]"
@@ -35,10 +36,10 @@ func cmdMigrate(ctx context.Context, s *session, args []string) error {
 	fs := s.flags()
 	from := fs.String("from-bolt", "", "the bbolt file to copy (bridge.db in the --data-dir of the bridge it served)")
 	natsURL := fs.String("nats-url", "", "NATS server holding the kv store (also NATS_URL)")
-	var sec natsClientFlags
-	sec.register(fs)
-	var kv kvFlags
-	kv.register(fs)
+	var sec runflags.NATS
+	sec.Register(fs)
+	var kv runflags.KV
+	kv.Register(fs)
 	asJSON := fs.Bool("json", false, "print what happened to each registration and idempotency key")
 	if err := s.parse(fs, args); err != nil {
 		return err
@@ -55,10 +56,10 @@ func cmdMigrate(ctx context.Context, s *session, args []string) error {
 	case *natsURL == "":
 		return usagef("missing --nats-url (or NATS_URL): migrate copies into the kv store of a NATS server that is running")
 	}
-	if err := kv.validate(); err != nil {
+	if err := kv.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	opts, err := sec.options()
+	opts, err := natsOptions(&sec)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func openBoltStore(path string) (*cursor.DB, error) {
 // migrateStore copies every registration of db, with its keys, then the
 // keys of registrations deleted since, into the kv store at url. The
 // report holds what was done up to an error.
-func migrateStore(ctx context.Context, db *cursor.DB, url string, opts []nats.Option, kv kvFlags, log *slog.Logger) (*migrateReport, error) {
+func migrateStore(ctx context.Context, db *cursor.DB, url string, opts []nats.Option, kv runflags.KV, log *slog.Logger) (*migrateReport, error) {
 	rep := &migrateReport{Registrations: []migratedRegistration{}, Keys: []migratedKey{}}
 	keys, err := keysByID(ctx, db)
 	if err != nil {
@@ -140,14 +141,14 @@ func keysByID(ctx context.Context, db *cursor.DB) (map[string][]cursor.StoredKey
 
 // openKVStore opens the kv store as `bridge run --store kv` would,
 // creating its buckets when no bridge has yet.
-func openKVStore(ctx context.Context, nc *nats.Conn, kv kvFlags, log *slog.Logger) (*kvstore.Store, error) {
+func openKVStore(ctx context.Context, nc *nats.Conn, kv runflags.KV, log *slog.Logger) (*kvstore.Store, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute) // as a bridge waits for a fresh cluster
 	defer cancel()
-	return kvstore.Open(ctx, js, kvstore.WithPrefix(kv.bucket), kvstore.WithReplicas(kv.replicas), kvstore.WithLogger(log))
+	return kvstore.Open(ctx, js, kvstore.WithPrefix(kv.Bucket), kvstore.WithReplicas(kv.Replicas), kvstore.WithLogger(log))
 }
 
 // copyRegistrations imports db's registrations page by page, each with

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/internal/natsopt"
+	"github.com/jetstream-bridge/bridge/internal/runflags"
 )
 
 const (
@@ -25,29 +25,12 @@ const (
 	maxPublishBytes = 64 << 20
 )
 
-// natsClientFlags are the usual NATS client security flags.
-type natsClientFlags struct {
-	creds, nkey, user, password string
-	tlsCA, tlsCert, tlsKey      string
-}
-
-func (n *natsClientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&n.creds, "nats-creds", "", "NATS credentials file")
-	fs.StringVar(&n.nkey, "nats-nkey", "", "NATS nkey seed file")
-	fs.StringVar(&n.user, "nats-user", "", "NATS user")
-	fs.StringVar(&n.password, "nats-password", "", "NATS password")
-	fs.StringVar(&n.tlsCA, "nats-tls-ca", "", "CA certificate file for the NATS server")
-	fs.StringVar(&n.tlsCert, "nats-tls-cert", "", "client certificate file for NATS")
-	fs.StringVar(&n.tlsKey, "nats-tls-key", "", "client key file for NATS")
-}
-
-// options turns the flags into nats.go options.
-func (n *natsClientFlags) options() ([]nats.Option, error) {
-	if (n.tlsCert == "") != (n.tlsKey == "") {
+// natsOptions turns the NATS client flags into nats.go options.
+func natsOptions(n *runflags.NATS) ([]nats.Option, error) {
+	if (n.TLSCert == "") != (n.TLSKey == "") {
 		return nil, usagef("--nats-tls-cert and --nats-tls-key go together")
 	}
-	opts, err := natsopt.Security{Creds: n.creds, Nkey: n.nkey, User: n.user, Password: n.password,
-		TLSCA: n.tlsCA, TLSCert: n.tlsCert, TLSKey: n.tlsKey}.Options()
+	opts, err := n.Options()
 	if err != nil {
 		return nil, fmt.Errorf("--nats-nkey: %w", err)
 	}
@@ -76,8 +59,8 @@ func cmdPublish(ctx context.Context, s *session, args []string) error {
 	natsURL := fs.String("nats-url", envOr("NATS_URL", defaultNATSURL), "NATS server URL (default: $NATS_URL, else "+defaultNATSURL+")")
 	headers := headerFlags(nats.Header{})
 	fs.Var(headers, "header", "message header NAME:VALUE (repeatable), e.g. Nats-Msg-Id:order-1")
-	var sec natsClientFlags
-	sec.register(fs)
+	var sec runflags.NATS
+	sec.Register(fs)
 	if err := s.parse(fs, args); err != nil {
 		return err
 	}
@@ -93,7 +76,7 @@ func cmdPublish(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts, err := sec.options()
+	opts, err := natsOptions(&sec)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,9 @@
-package main
+package runflags
 
 import (
 	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"github.com/jetstream-bridge/bridge/bridge"
 )
 
-func TestParseFlagsEnvironment(t *testing.T) {
+func TestParseEnvironment(t *testing.T) {
 	cleanEnv(t)
 	newSet := func() (*flag.FlagSet, *string, *int, *time.Duration, *bool) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -23,7 +24,7 @@ func TestParseFlagsEnvironment(t *testing.T) {
 	t.Setenv("BRIDGE_CREATE_STREAM", "true")
 
 	fs, dir, inFlight, timeout, create := newSet()
-	if err := parseFlags(fs, []string{"--data-dir", "/from/flag", "arg"}); err != nil {
+	if err := Parse(fs, []string{"--data-dir", "/from/flag", "arg"}); err != nil {
 		t.Fatal(err)
 	}
 	if *dir != "/from/flag" || *inFlight != 4 || *timeout != 15*time.Second || !*create {
@@ -36,13 +37,13 @@ func TestParseFlagsEnvironment(t *testing.T) {
 
 	// An explicit false on the command line beats a true in the environment.
 	fs, _, _, _, create = newSet()
-	if err := parseFlags(fs, []string{"--create-stream=false"}); err != nil || *create {
+	if err := Parse(fs, []string{"--create-stream=false"}); err != nil || *create {
 		t.Errorf("--create-stream=false with BRIDGE_CREATE_STREAM=true: %v, err %v", *create, err)
 	}
 
 	t.Setenv("BRIDGE_REQUEST_TIMEOUT", "fortnight")
 	fs, _, _, _, _ = newSet()
-	err := parseFlags(fs, nil)
+	err := Parse(fs, nil)
 	if err == nil || !strings.Contains(err.Error(), "BRIDGE_REQUEST_TIMEOUT") || !strings.Contains(err.Error(), "--request-timeout") {
 		t.Errorf("bad env value: err %v, want it to name BRIDGE_REQUEST_TIMEOUT and --request-timeout", err)
 	}
@@ -55,8 +56,20 @@ func TestEnvName(t *testing.T) {
 		"a2a-allow-loopback":      "BRIDGE_A2A_ALLOW_LOOPBACK",
 		"idempotency-key-max-age": "BRIDGE_IDEMPOTENCY_KEY_MAX_AGE",
 	} {
-		if got := envName(flagName); got != want {
-			t.Errorf("envName(%q) = %q, want %q", flagName, got, want)
+		if got := EnvName(flagName); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", flagName, got, want)
+		}
+	}
+}
+
+// cleanEnv hides the caller's BRIDGE_* and NATS_URL variables, so a test
+// sees only the environment it sets.
+func cleanEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix) || name == "NATS_URL" {
+			t.Setenv(name, "")
 		}
 	}
 }

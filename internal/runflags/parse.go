@@ -1,4 +1,10 @@
-package main
+// Package runflags is the command line of `bridge run`: its flags, their
+// BRIDGE_* environment variables and the daemon.Config they make. The
+// bridge binary parses its flags with it, and so do the deployment tests
+// (deploy/), which feed it the container args a Helm chart renders: a flag
+// the chart sets that the binary does not know fails there as it would in
+// a pod.
+package runflags
 
 import (
 	"flag"
@@ -7,18 +13,18 @@ import (
 	"strings"
 )
 
-// envPrefix starts the environment variable of every flag.
-const envPrefix = "BRIDGE_"
+// EnvPrefix starts the environment variable of every flag.
+const EnvPrefix = "BRIDGE_"
 
-// parseFlags parses args into fs, then sets every flag the command line
-// did not set from its environment variable, BRIDGE_<FLAG_IN_UPPER_SNAKE>
+// Parse parses args into fs, then sets every flag the command line did
+// not set from its environment variable, BRIDGE_<FLAG_IN_UPPER_SNAKE>
 // (--data-dir ↔ BRIDGE_DATA_DIR), when that variable is not empty: an
 // empty assignment reads as "unset", as in most tools. The command line
 // always wins, so an exported variable never overrides what the operator
 // typed. A value the flag refuses is an error naming the variable; flags
 // that hold secrets are strings, which accept any value, so the error
 // never has one to repeat.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+func Parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -29,7 +35,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if err != nil || set[f.Name] {
 			return
 		}
-		name := envName(f.Name)
+		name := EnvName(f.Name)
 		val := os.Getenv(name)
 		if val == "" {
 			return
@@ -41,8 +47,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return err
 }
 
-// envName is the environment variable of a flag: --data-dir is
+// EnvName is the environment variable of a flag: --data-dir is
 // BRIDGE_DATA_DIR.
-func envName(flagName string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
