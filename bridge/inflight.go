@@ -1,6 +1,10 @@
 package bridge
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // inFlight counts the POSTs of each registration that were sent and not
 // yet answered: the answer's inFlight (CONTRACT §12) and the namespace's
@@ -41,4 +45,34 @@ func (d *Daemon) InFlight(id string) int {
 		n += w.InFlight(id)
 	}
 	return n
+}
+
+// Settle waits until no turn of a registration leaving says is in
+// progress on this bridge, then flushes the store: what this bridge
+// acknowledged for registrations it is handing over is durable before
+// the next holder reads their cursors. The caller has stopped owning
+// them already, so their turns end at their next POST; ctx bounds the
+// wait, and the flush is tried whatever it finds.
+func (d *Daemon) Settle(ctx context.Context, leaving func(id string) bool) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for d.turnsOf(leaving) {
+		select {
+		case <-ctx.Done():
+			return d.store.Flush(context.WithoutCancel(ctx))
+		case <-tick.C:
+		}
+	}
+	return d.store.Flush(ctx)
+}
+
+// turnsOf reports whether any worker has a registration leaving says in
+// a turn.
+func (d *Daemon) turnsOf(leaving func(id string) bool) bool {
+	for _, w := range d.workers {
+		if w.sched.inTurn(leaving) {
+			return true
+		}
+	}
+	return false
 }

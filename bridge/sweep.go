@@ -362,6 +362,18 @@ func (s *scheduler) handOff(id string) (string, bool) {
 	return "", false
 }
 
+// inTurn reports whether an id pick says is in a turn.
+func (s *scheduler) inTurn(pick func(id string) bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.inflight {
+		if pick(id) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *scheduler) setWaiting(v bool) {
 	s.mu.Lock()
 	s.waiting = v

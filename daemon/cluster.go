@@ -38,8 +38,9 @@ type storeSet struct {
 	metrics []prometheus.Collector
 	close   func()
 	// due relays the kv store's news of rows made due through other
-	// bridges to the daemon, which exists only once the store does.
-	due dueRelay
+	// bridges, and the lease's hand-overs, to the daemon, which exists
+	// only once the store does.
+	due *dueRelay
 }
 
 // dueRelay forwards to the daemon once attached; before, nothing runs
@@ -54,8 +55,27 @@ func (r *dueRelay) dueNow(ns string) {
 	}
 }
 
+// settle makes what this bridge acknowledged for the registrations of
+// shards it hands over durable before their leases go (see
+// lease.Config.BeforeRelease); before the daemon exists nothing was
+// acknowledged.
+func (r *dueRelay) settle(ctx context.Context, shards []int, log *slog.Logger) {
+	d := r.d.Load()
+	if d == nil {
+		return
+	}
+	leaving := make(map[int]bool, len(shards))
+	for _, s := range shards {
+		leaving[s] = true
+	}
+	err := d.Settle(ctx, func(id string) bool { return leaving[lease.ShardOf(id, lease.DefaultShards)] })
+	if err != nil {
+		log.Warn("handing shards over before their last cursor writes were made durable; the next holder may repeat those deliveries", "shards", len(shards), "error", err)
+	}
+}
+
 func boltSet(db *cursor.DB) *storeSet {
-	return &storeSet{store: db, meta: db, gauges: db, ping: func(context.Context) error { return nil }, close: func() {}}
+	return &storeSet{store: db, meta: db, gauges: db, ping: func(context.Context) error { return nil }, close: func() {}, due: &dueRelay{}}
 }
 
 // joinCluster takes this bridge's place among the bridges of the kv
@@ -65,18 +85,21 @@ func boltSet(db *cursor.DB) *storeSet {
 func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *slog.Logger) (*storeSet, error) {
 	ctx, cancel := context.WithTimeout(ctx, setupWait)
 	defer cancel()
+	relay := &dueRelay{}
 	m, err := lease.Join(ctx, js, lease.Config{
 		Instance: c.Instance,
 		Bucket:   c.KVBucket,
 		TTL:      c.LeaseTTL,
 		Replicas: c.KVReplicas,
 		Logger:   log,
+		// The relay reaches the daemon once it exists.
+		BeforeRelease: func(ctx context.Context, shards []int) { relay.settle(ctx, shards, log) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("joining the bridges of bucket %s as %q: %w", c.KVBucket, c.Instance, err)
 	}
 	own := &shares{m: m, shards: lease.DefaultShards}
-	set := &storeSet{owner: own}
+	set := &storeSet{owner: own, due: relay}
 	kv, err := kvstore.Open(ctx, js,
 		kvstore.WithOnDue(set.due.dueNow),
 		kvstore.WithPrefix(c.KVBucket),

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,13 @@ type Config struct {
 	Replicas int
 	// Logger receives the reasons of waits and lost leases.
 	Logger *slog.Logger
+	// BeforeRelease, when set, is called with the shards the split takes
+	// from this member, after it stopped owning them (Owns is false) and
+	// before their leases are deleted, so the holder can make what it
+	// acknowledged on them durable: a lease given back before its last
+	// cursor write lands lets the next holder repeat those deliveries.
+	// It must return when ctx ends; the leases are deleted then anyway.
+	BeforeRelease func(ctx context.Context, shards []int)
 
 	// stalled, for tests, stops the loop without releasing anything: a
 	// paused process (SIGSTOP, a long GC) as the cluster sees it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,4 +264,54 @@ func TestLeasesContinueAfterLeaderLoss(t *testing.T) {
 	}
 	t.Logf("split whole %v after stopping %s; %d renewals failed meanwhile", took, info.Cluster.Leader, failed)
 	c.Restart(leader)
+}
+
+// A member handing shards to a newcomer settles each first: BeforeRelease
+// sees shards the member no longer owns whose leases still name it, and
+// the newcomer takes them only after it returned.
+func TestReleaseWaitsForBeforeRelease(t *testing.T) {
+	c := testutil.Cluster(t, 3)
+	var (
+		mu       sync.Mutex
+		released = map[int]bool{}
+		wrong    []string
+		first    *Member
+	)
+	cfg := testConfig("m1")
+	cfg.BeforeRelease = func(ctx context.Context, shards []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range shards {
+			if _, owned := first.Owns(s); owned {
+				wrong = append(wrong, fmt.Sprintf("shard %d still owned", s))
+			}
+		}
+		mu.Unlock()
+		// A slow settle: the newcomer must not hold these meanwhile.
+		time.Sleep(testTTL / 8)
+		mu.Lock()
+		for _, s := range shards {
+			released[s] = true
+		}
+	}
+	mu.Lock()
+	first = join(t, c, cfg)
+	mu.Unlock()
+	eventually(t, 2*testTTL, "m1 holding every shard", func() bool { return len(first.Shards()) == testShards })
+	second := join(t, c, testConfig("m2"))
+	eventually(t, 2*testTTL, "a fair split of two", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range second.Shards() {
+			if !released[s] {
+				wrong = append(wrong, fmt.Sprintf("m2 holds shard %d before m1 settled it", s))
+			}
+		}
+		return fair([]*Member{first, second})
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		t.Fatal(wrong[0])
+	}
 }

@@ -159,7 +159,9 @@ func (m *Member) live() []string {
 func (m *Member) round(ctx context.Context) {
 	m.keepName(ctx)
 	var fails failures
-	m.writeLeases(ctx, m.plan(m.live()), &fails)
+	keep, release := splitWrites(m.plan(m.live()))
+	m.writeLeases(ctx, keep, &fails)
+	m.release(ctx, release)
 	if fails.n > 0 && ctx.Err() == nil {
 		m.cfg.Logger.Warn("lease: lease writes failed", "instance", m.cfg.Instance, "failed", fails.n, "err", fails.first)
 	}
@@ -259,6 +261,44 @@ func (m *Member) plan(names []string) []write {
 		}
 	}
 	return ws
+}
+
+// splitWrites separates the renewals and takes of a round from its
+// releases.
+func splitWrites(ws []write) (keep, release []write) {
+	for _, w := range ws {
+		if w.keep {
+			keep = append(keep, w)
+		} else {
+			release = append(release, w)
+		}
+	}
+	return keep, release
+}
+
+// release deletes the leases of shards the split took from this member,
+// after BeforeRelease had up to a quarter TTL to settle them. It runs
+// beside the rounds, so renewals never wait for a hand-over.
+func (m *Member) release(ctx context.Context, ws []write) {
+	if len(ws) == 0 {
+		return
+	}
+	m.loops.Go(func() {
+		if m.cfg.BeforeRelease != nil {
+			sctx, cancel := context.WithTimeout(ctx, m.cfg.TTL/4)
+			shards := make([]int, len(ws))
+			for i, w := range ws {
+				shards[i] = w.shard
+			}
+			m.cfg.BeforeRelease(sctx, shards)
+			cancel()
+		}
+		var fails failures
+		m.writeLeases(ctx, ws, &fails)
+		if fails.n > 0 && ctx.Err() == nil {
+			m.cfg.Logger.Warn("lease: releases failed; the leases expire on their own", "instance", m.cfg.Instance, "failed", fails.n, "err", fails.first)
+		}
+	})
 }
 
 // failures counts a round's failed writes and keeps the first reason.
