@@ -97,3 +97,22 @@ type Batcher interface {
 	// the same id.
 	Batch(msgs []Message) (Message, error)
 }
+
+// Event is one journal message as a registration's filter reads it
+// (CONTRACT §13): the CloudEvent the registration would be sent.
+type Event struct {
+	// Attributes are the event's context attributes and extensions by
+	// name; time is a time.Time, numbers are int64, the rest strings.
+	Attributes map[string]any
+	// DataContentType is the event's datacontenttype, empty when unset.
+	DataContentType string
+	// Data is the event's data as bytes.
+	Data []byte
+}
+
+// Describer is implemented by projections whose messages a filter can
+// read. Describe fails exactly where Project fails for the same target
+// and record, with the same permanence.
+type Describer interface {
+	Describe(t Target, r *Record) (Event, error)
+}

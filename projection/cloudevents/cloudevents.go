@@ -154,22 +154,12 @@ func (p *Projection) Project(t projection.Target, r *projection.Record) (project
 }
 
 func (p *Projection) project(t projection.Target, r *projection.Record) (projection.Message, error) {
-	structured, err := structuredFormat(t.Format)
+	e, structured, err := p.checkedEvent(t, r)
 	if err != nil {
-		return projection.Message{}, err
-	}
-	e, err := p.event(t, r)
-	if err != nil {
-		return projection.Message{}, err
-	}
-	traceparent, tracestate := r.TraceContext()
-	if structured {
-		carryTrace(e, traceparent, tracestate)
-	}
-	if err := validate(e); err != nil {
 		return projection.Message{}, err
 	}
 	msg, err := p.write(e, structured)
+	traceparent, tracestate := r.TraceContext()
 	if err == nil && traceparent != "" {
 		msg.Header[projection.TraceparentHeader] = []string{traceparent}
 		if tracestate != "" {
@@ -177,6 +167,28 @@ func (p *Projection) project(t projection.Target, r *projection.Record) (project
 		}
 	}
 	return msg, err
+}
+
+// checkedEvent is the event r is sent as for t, checked, and whether t
+// asks for structured mode, whose event carries the message's trace
+// context in its extensions.
+func (p *Projection) checkedEvent(t projection.Target, r *projection.Record) (*event.Event, bool, error) {
+	structured, err := structuredFormat(t.Format)
+	if err != nil {
+		return nil, false, err
+	}
+	e, err := p.event(t, r)
+	if err != nil {
+		return nil, false, err
+	}
+	if structured {
+		traceparent, tracestate := r.TraceContext()
+		carryTrace(e, traceparent, tracestate)
+	}
+	if err := validate(e); err != nil {
+		return nil, false, err
+	}
+	return e, structured, nil
 }
 
 // Extension attributes of the CloudEvents Distributed Tracing extension.

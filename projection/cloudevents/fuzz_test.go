@@ -16,6 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
+	"github.com/jetstream-bridge/bridge/filter"
 	"github.com/jetstream-bridge/bridge/projection"
 	"github.com/jetstream-bridge/bridge/projection/cloudevents"
 )
@@ -36,7 +37,10 @@ func parseHeader(s string) map[string][]string {
 // refusal names the record's sequence, and that whatever is produced is a
 // request net/http can send and the SDK's reader decodes to an event with
 // the message's id: ce- values are printable ASCII, no Nats-* header leaks,
-// structured bodies are UTF-8 JSON, binary bodies are the payload.
+// structured bodies are UTF-8 JSON, binary bodies are the payload. The
+// event a filter reads (Describe) fails exactly where Project does, has
+// the message's id, and filters run on it without panicking, whatever
+// the payload (CONTRACT §13).
 func FuzzProject(f *testing.F) {
 	f.Add([]byte(`{"a":1}`), "Content-Type: application/json\nNats-Msg-Id: m-1", "journal.orders", false, uint64(1))
 	f.Add([]byte("\x00\xff"), "ce-type: com.example.é", `journal.a b "q" 100%`, true, uint64(1<<40))
@@ -44,7 +48,23 @@ func FuzzProject(f *testing.F) {
 	f.Add([]byte("payload"), "ce-specversion: 1.0\nCE-ID: a%20b\nce-source: /s\nce-type: t\nce-ext: %C3%A9", "j", false, uint64(4))
 	f.Add([]byte("x"), "ce-specversion: 1.0\nce-id: a\nce-id: b", "j", false, uint64(5))
 
+	f.Add([]byte(`{"total": 150, "items": [{"sku": "a"}], "n": null}`), "Content-Type: application/vnd.x+json\nX-Tenant: eu", "journal.orders.1", false, uint64(6))
+	f.Add([]byte(`[[[[{"total": "x"}]]]]`), "ce-specversion: 1.0\nce-id: a\nce-source: /s\nce-type: order.created\nce-time: 2026-01-01T00:00:00Z", "j", true, uint64(7))
+
 	p := cloudevents.New()
+	var filters []*filter.Program
+	for _, expr := range []string{
+		"event.type == 'order.created' && data.total > 100",
+		"headers['x-tenant'] == 'eu' || subject.startsWith('journal.orders.')",
+		"data.items.exists(i, i.sku == 'a') && event.time > timestamp('2020-01-01T00:00:00Z')",
+		"size(data) > 2 && event.natsseq > 3 && data != b''",
+	} {
+		prg, err := filter.Compile(expr)
+		if err != nil {
+			f.Fatal(err)
+		}
+		filters = append(filters, prg)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, header, subject string, structured bool, seq uint64) {
 		target := projection.Target{ID: "hook", DataContentType: "application/json"}
 		if structured {
@@ -52,6 +72,19 @@ func FuzzProject(f *testing.F) {
 		}
 		r := &projection.Record{Stream: "JOURNAL", Seq: seq, Subject: subject, Header: parseHeader(header), Data: data}
 		res, err := p.Project(target, r)
+		ev, derr := p.Describe(target, r)
+		if (err == nil) != (derr == nil) {
+			t.Fatalf("Project: %v; Describe: %v", err, derr)
+		}
+		if err == nil {
+			in := filter.NewInput(ev, r, nil)
+			for _, prg := range filters {
+				_, _ = prg.Match(in)
+			}
+			if id := ev.Attributes["id"]; id != res.Messages[0].ID {
+				t.Fatalf("filter's event id %v, message ID %q", id, res.Messages[0].ID)
+			}
+		}
 		if err != nil {
 			if !strings.Contains(err.Error(), "journal message "+strconv.FormatUint(seq, 10)+":") {
 				t.Fatalf("error %q does not name sequence %d", err, seq)
