@@ -395,4 +395,10 @@ func TestARatioJustBelowItsTargetShowsThatItMisses(t *testing.T) {
 			t.Errorf("ratioFor(%v, %v) = %q, want %q", c.r, c.target, got, c.want)
 		}
 	}
+	// And above a ceiling (S4's latencies).
+	for r, want := range map[float64]string{1.5004: "1.5004", 1.503: "1.503", 1.4996: "1.50", 8.3: "8.30"} {
+		if got := ratioAbove(r, 1.5); got != want {
+			t.Errorf("ratioAbove(%v, 1.5) = %q, want %q", r, got, want)
+		}
+	}
 }

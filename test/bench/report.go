@@ -100,9 +100,15 @@ func yesNo(ok bool) string {
 // ratioFor formats r beside a target: two decimals, or as many more as
 // it takes for a miss not to round up to the target, where the row would
 // read "0.95 ≥ 0.95 no".
-func ratioFor(r, target float64) string {
+func ratioFor(r, target float64) string { return ratioShown(r, target, r < target) }
+
+// ratioAbove is ratioFor beside a ceiling: a ratio over it does not
+// round down to it, where the row would read "1.50 ≤ 1.5 no".
+func ratioAbove(r, ceiling float64) string { return ratioShown(r, ceiling, r > ceiling) }
+
+func ratioShown(r, target float64, missed bool) string {
 	digits := 2
-	for r < target && digits < 6 && fmt.Sprintf("%.*f", digits, r) == fmt.Sprintf("%.*f", digits, target) {
+	for missed && digits < 6 && fmt.Sprintf("%.*f", digits, r) == fmt.Sprintf("%.*f", digits, target) {
 		digits++
 	}
 	return fmt.Sprintf("%.*f", digits, r)
