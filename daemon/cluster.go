@@ -45,7 +45,19 @@ type storeSet struct {
 
 // dueRelay forwards to the daemon once attached; before, nothing runs
 // that could miss it, since the daemon reads its due index as it starts.
-type dueRelay struct{ d atomic.Pointer[bridge.Daemon] }
+type dueRelay struct {
+	d  atomic.Pointer[bridge.Daemon]
+	kv atomic.Pointer[kvstore.Store]
+}
+
+// weights are the registrations of each shard, as the kv store's index
+// of the bucket counts them; nil before the store is open.
+func (r *dueRelay) weights() []int {
+	if kv := r.kv.Load(); kv != nil {
+		return kv.ShardWeights()
+	}
+	return nil
+}
 
 func (r *dueRelay) attach(d *bridge.Daemon) { r.d.Store(d) }
 
@@ -92,8 +104,10 @@ func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *sl
 		TTL:      c.LeaseTTL,
 		Replicas: c.KVReplicas,
 		Logger:   log,
-		// The relay reaches the daemon once it exists.
+		// The relay reaches the daemon once it exists, the store's counts
+		// once it is open: until then the split is by shards.
 		BeforeRelease: func(ctx context.Context, shards []int) { relay.settle(ctx, shards, log) },
+		Weights:       relay.weights,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("joining the bridges of bucket %s as %q: %w", c.KVBucket, c.Instance, err)
@@ -101,6 +115,7 @@ func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *sl
 	own := &shares{m: m, shards: lease.DefaultShards}
 	set := &storeSet{owner: own, due: relay}
 	kv, err := kvstore.Open(ctx, js,
+		kvstore.WithShardWeights(lease.DefaultShards, func(id string) int { return lease.ShardOf(id, lease.DefaultShards) }),
 		kvstore.WithOnDue(set.due.dueNow),
 		kvstore.WithPrefix(c.KVBucket),
 		kvstore.WithReplicas(c.KVReplicas),
@@ -110,6 +125,7 @@ func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *sl
 		closeMember(m, log)
 		return nil, err
 	}
+	relay.kv.Store(kv)
 	info := &clusterInfo{m: m, kv: kv, own: own, self: c.Instance, replicas: c.KVReplicas}
 	log.Info("joined the bridges of the kv store", "instance", c.Instance, "bucket", c.KVBucket,
 		"replicas", c.KVReplicas, "leaseTTL", c.LeaseTTL)

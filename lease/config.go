@@ -46,6 +46,12 @@ type Config struct {
 	// cursor write lands lets the next holder repeat those deliveries.
 	// It must return when ctx ends; the leases are deleted then anyway.
 	BeforeRelease func(ctx context.Context, shards []int)
+	// Weights, when set, says how many registrations each shard holds
+	// (a slice of Shards counts, or nil when not known yet): the split
+	// then balances registrations, not shards, so a few registrations
+	// falling into shards at random do not leave a member idle. Every
+	// member must read them from the same shared state.
+	Weights func() []int
 
 	// stalled, for tests, stops the loop without releasing anything: a
 	// paused process (SIGSTOP, a long GC) as the cluster sees it.

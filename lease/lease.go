@@ -67,19 +67,22 @@ func mix(x uint64) uint64 {
 func split(shards int, self string, members []string) map[int]bool {
 	live := set(members)
 	live[self] = true
-	names := slices.Sorted(maps.Keys(live))
-	quota, extra := shards/len(names), shards%len(names)
+	all := make([]int, shards)
+	for s := range all {
+		all[s] = s
+	}
+	return splitOf(all, self, slices.Sorted(maps.Keys(live)))
+}
+
+// splitOf is split over the listed shards only, among sorted names.
+func splitOf(shards []int, self string, names []string) map[int]bool {
+	quota, extra := len(shards)/len(names), len(shards)%len(names)
 	load := make(map[string]int, len(names))
 	mine := make(map[int]bool)
-	for s := range shards {
-		var best string
-		var bw uint64
-		for _, m := range names {
-			room := load[m] < quota || (load[m] == quota && extra > 0)
-			if w := weight(s, m); room && (best == "" || w > bw) {
-				best, bw = m, w
-			}
-		}
+	for _, s := range shards {
+		best := heaviest(s, names, func(m string) bool {
+			return load[m] < quota || (load[m] == quota && extra > 0)
+		})
 		if load[best] == quota {
 			extra--
 		}
@@ -89,6 +92,94 @@ func split(shards int, self string, members []string) map[int]bool {
 		}
 	}
 	return mine
+}
+
+// split is the split of the shards among names, balanced by the
+// registrations the shards hold when the member knows them.
+func (m *Member) split(names []string) map[int]bool {
+	var w []int
+	if m.cfg.Weights != nil {
+		w = m.cfg.Weights()
+	}
+	if len(w) != m.cfg.Shards {
+		return split(m.cfg.Shards, m.cfg.Instance, names)
+	}
+	return splitWeighted(w, m.cfg.Instance, names)
+}
+
+// splitWeighted returns the shards self should hold among members when
+// shard s holds weights[s] registrations. The shards holding any are
+// dealt first, heaviest first (ties by shard), each to the member of
+// highest rendezvous weight whose registrations stay within an equal
+// share (or one more, for as many members as the division leaves over),
+// or else to the least loaded; the empty shards are
+// then split as split splits all of them, so registrations created later
+// still fall evenly. Every member computes the same split from the same
+// weights and list; a member's registrations differ from an equal share
+// by less than one shard's.
+func splitWeighted(weights []int, self string, members []string) map[int]bool {
+	live := set(members)
+	live[self] = true
+	names := slices.Sorted(maps.Keys(live))
+	total := 0
+	var held, empty []int
+	for s, w := range weights {
+		if w > 0 {
+			total += w
+			held = append(held, s)
+		} else {
+			empty = append(empty, s)
+		}
+	}
+	slices.SortStableFunc(held, func(a, b int) int { return weights[b] - weights[a] })
+	// As split's room: an equal share, or one more for the first
+	// total%n members to need it.
+	quota, extra := total/len(names), total%len(names)
+	load := make(map[string]int, len(names))
+	mine := make(map[int]bool)
+	for _, s := range held {
+		w := weights[s]
+		best := heaviest(s, names, func(m string) bool {
+			return load[m]+w <= quota || load[m]+w == quota+1 && extra > 0
+		})
+		if best == "" {
+			best = lightest(s, names, load)
+		}
+		if load[best] <= quota && load[best]+w > quota {
+			extra--
+		}
+		load[best] += w
+		if best == self {
+			mine[s] = true
+		}
+	}
+	for s := range splitOf(empty, self, names) {
+		mine[s] = true
+	}
+	return mine
+}
+
+// heaviest is the member of highest rendezvous weight for shard s among
+// those ok accepts; "" when it accepts none.
+func heaviest(s int, names []string, ok func(string) bool) string {
+	var best string
+	var bw uint64
+	for _, m := range names {
+		if w := weight(s, m); ok(m) && (best == "" || w > bw) {
+			best, bw = m, w
+		}
+	}
+	return best
+}
+
+// lightest is the member with the fewest registrations, ties broken by
+// rendezvous weight for shard s.
+func lightest(s int, names []string, load map[string]int) string {
+	least := load[names[0]]
+	for _, m := range names {
+		least = min(least, load[m])
+	}
+	return heaviest(s, names, func(m string) bool { return load[m] == least })
 }
 
 func set(names []string) map[string]bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -313,5 +314,92 @@ func TestReleaseWaitsForBeforeRelease(t *testing.T) {
 	defer mu.Unlock()
 	if len(wrong) > 0 {
 		t.Fatal(wrong[0])
+	}
+}
+
+// splitShares returns each member's registrations under splitWeighted,
+// and fails when a shard has no owner or two.
+func splitShares(t *testing.T, weights []int, names []string) map[string]int {
+	t.Helper()
+	owner := make(map[int]string)
+	load := make(map[string]int)
+	for _, n := range names {
+		for s := range splitWeighted(weights, n, names) {
+			if o, ok := owner[s]; ok {
+				t.Fatalf("shard %d given to %s and %s", s, o, n)
+			}
+			owner[s] = n
+			load[n] += weights[s]
+		}
+	}
+	if len(owner) != len(weights) {
+		t.Fatalf("%d of %d shards have an owner", len(owner), len(weights))
+	}
+	return load
+}
+
+// The split balances registrations, not shards: six registrations over
+// three members are two each wherever they fall, and many registrations
+// are within §6's bound (20 % of an equal share, ± 1).
+func TestSplitBalancesRegistrations(t *testing.T) {
+	names := []string{"b1", "b2", "b3"}
+	w := make([]int, testShards)
+	for _, s := range []int{3, 17, 18, 40, 41, 42} {
+		w[s] = 1
+	}
+	if load := splitShares(t, w, names); load["b1"] != 2 || load["b2"] != 2 || load["b3"] != 2 {
+		t.Fatalf("six registrations split %v, want 2/2/2", load)
+	}
+	four := append(names, "b4")
+	for n, got := range splitShares(t, w, four) {
+		if got != 1 && got != 2 {
+			t.Fatalf("six registrations over four members: %s holds %d, want 1 or 2", n, got)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct{ regs, members int }{{30, 4}, {1000, 3}, {1_000_000, 5}} {
+		w := make([]int, DefaultShards)
+		for range tc.regs {
+			w[rng.IntN(len(w))]++
+		}
+		var names []string
+		for i := range tc.members {
+			names = append(names, fmt.Sprintf("m%d", i))
+		}
+		equal := float64(tc.regs) / float64(tc.members)
+		for n, got := range splitShares(t, w, names) {
+			if d := float64(got) - equal; d > 0.2*equal+1 || -d > 0.2*equal+1 {
+				t.Errorf("%d registrations over %d members: %s holds %d, equal share %.1f", tc.regs, tc.members, n, got, equal)
+			}
+		}
+	}
+}
+
+// One registration more moves few shards: the split is stable, not a
+// reshuffle.
+func TestSplitWeightedMovesLittleForOneRegistration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := []string{"a", "b", "c", "d"}
+	w := make([]int, DefaultShards)
+	for range 1000 {
+		w[rng.IntN(len(w))]++
+	}
+	before := splitWeighted(w, "a", names)
+	w[rng.IntN(len(w))]++
+	after := splitWeighted(w, "a", names)
+	moved := 0
+	for s := range before {
+		if !after[s] {
+			moved++
+		}
+	}
+	for s := range after {
+		if !before[s] {
+			moved++
+		}
+	}
+	t.Logf("one registration more moved %d of member a's shards", moved)
+	if moved > len(before)/2 {
+		t.Errorf("one registration more moved %d of a's %d shards", moved, len(before))
 	}
 }

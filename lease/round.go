@@ -246,7 +246,7 @@ func (m *Member) plan(names []string) []write {
 	defer m.mu.Unlock()
 	want := map[int]bool{}
 	if m.memberRev != 0 {
-		want = split(m.cfg.Shards, m.cfg.Instance, names)
+		want = m.split(names)
 	}
 	var ws []write
 	for s, h := range m.held {

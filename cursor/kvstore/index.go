@@ -56,6 +56,10 @@ type index struct {
 	counts map[string]map[cursor.State]int
 	sums   map[string]map[cursor.State]uint64
 	tombs  map[string]uint64
+	// perShard counts the registrations not completed in each shard
+	// shardOf names (WithShardWeights); nil without it.
+	shardOf  func(id string) int
+	perShard []int
 }
 
 func newIndex() index {
@@ -68,6 +72,13 @@ func newIndex() index {
 		sums:   make(map[string]map[cursor.State]uint64),
 		tombs:  make(map[string]uint64),
 	}
+}
+
+// shardWeights returns a copy of perShard.
+func (x *index) shardWeights() []int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return slices.Clone(x.perShard)
 }
 
 // get returns a copy of id's row.
@@ -148,6 +159,9 @@ func (x *index) derive(r *row, sign int) {
 		x.sums[ns] = make(map[cursor.State]uint64)
 	}
 	x.counts[ns][st] += sign
+	if x.perShard != nil && st != cursor.Completed {
+		x.perShard[x.shardOf(r.ID)] += sign
+	}
 	if st != cursor.Completed {
 		x.sums[ns][st] += uint64(sign) * r.NextSeq // wraps back on unlink
 	}

@@ -128,6 +128,16 @@ type options struct {
 	logger           *slog.Logger
 	dueFilter        func(id string) bool
 	onDue            func(ns string)
+	shards           int
+	shardOf          func(id string) int
+}
+
+// WithShardWeights has the store count, in its index, the registrations
+// not completed in each of shards shards (shardOf maps an id to one), for
+// ShardWeights: the bridges divide their work by registrations, and the
+// index every bridge keeps of the bucket is what they agree on.
+func WithShardWeights(shards int, shardOf func(id string) int) Option {
+	return func(o *options) { o.shards, o.shardOf = shards, shardOf }
 }
 
 // WithPrefix names the buckets <prefix>_regs, <prefix>_idem and
@@ -203,6 +213,9 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 		dueFilter:        o.dueFilter,
 		onDue:            o.onDue,
 		idx:              newIndex(),
+	}
+	if o.shardOf != nil && o.shards > 0 {
+		s.idx.shardOf, s.idx.perShard = o.shardOf, make([]int, o.shards)
 	}
 	var err error
 	for _, b := range []struct {
@@ -307,6 +320,11 @@ func (s *Store) haltWatch(w jetstream.KeyWatcher) {
 	s.stopWatch()
 	<-s.watchDone
 }
+
+// ShardWeights is how many registrations not completed each shard holds
+// (see WithShardWeights), as this store's index of the bucket has them;
+// nil without WithShardWeights.
+func (s *Store) ShardWeights() []int { return s.idx.shardWeights() }
 
 // FencedWrites counts cursor writes refused because another writer moved
 // the row past this store's view (a newer cursor, a rewind, a delete): the

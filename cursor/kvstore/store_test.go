@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -342,4 +343,28 @@ func TestAReadThatFindsNothingLeavesTheWatchedRow(t *testing.T) {
 		rows, _, err := a.List(ctx, cursor.ListOptions{})
 		return err == nil && len(rows) == 0
 	})
+}
+
+// ShardWeights counts the registrations not completed per shard, as the
+// bridges' split reads them, through creates, completions and deletes.
+func TestShardWeightsCountRegistrations(t *testing.T) {
+	shardOf := func(id string) int { return int(id[len(id)-1]-'0') % 4 }
+	s := openKV(t, startNATS(t), WithShardWeights(4, shardOf))
+	ctx := context.Background()
+	for _, id := range []string{"r0", "r1", "r5", "r2"} {
+		_, _, err := s.Create(ctx, cursor.Registration{Config: cursor.Config{ID: id, Namespace: "outbox", Subject: "journal.>", URL: "https://x.example/"}, NextSeq: 1}, nil)
+		must(t, err)
+	}
+	if got := s.ShardWeights(); !slices.Equal(got, []int{1, 2, 1, 0}) {
+		t.Fatalf("weights %v after four creates, want [1 2 1 0]", got)
+	}
+	must(t, s.Advance(ctx, "r5", cursor.Progress{NextSeq: 2, Complete: true}))
+	must(t, s.Flush(ctx))
+	must(t, s.Delete(ctx, "r0"))
+	if got := s.ShardWeights(); !slices.Equal(got, []int{0, 1, 1, 0}) {
+		t.Fatalf("weights %v after a completion and a delete, want [0 1 1 0]", got)
+	}
+	if openKV(t, startNATS(t)).ShardWeights() != nil {
+		t.Fatal("weights without WithShardWeights")
+	}
 }
