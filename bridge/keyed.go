@@ -95,7 +95,7 @@ func (m *keyedMemory) put(id string, st *keyedState) {
 
 // keyedRec is one loaded message of a keyed turn.
 type keyedRec struct {
-	rec     *projection.Record
+	rec     projection.Record
 	key     string
 	posting bool
 	acked   bool
@@ -201,6 +201,7 @@ func (k *keyedTurn) load(page *journal.Page) {
 		k.skipped(page.From)
 	}
 	k.caughtUp, k.full = page.CaughtUp, false
+	fresh := 0
 	for i := range page.Records {
 		rec := &page.Records[i]
 		if rec.Seq < k.from {
@@ -208,15 +209,24 @@ func (k *keyedTurn) load(page *journal.Page) {
 		}
 		if rec.Seq >= k.base+cursor.WindowSize {
 			k.from, k.caughtUp, k.full = rec.Seq, false, true
-			return
+			break
 		}
-		k.recs = append(k.recs, &keyedRec{rec: rec, key: k.key(rec), acked: k.acked.Contains(rec.Seq)})
 		k.from = rec.Seq + 1
+		if k.acked.Contains(rec.Seq) {
+			// Acknowledged before (a restart, a takeover, an unpark):
+			// it holds no key back, and is not kept.
+			continue
+		}
+		// A copy: the page's array is not kept alive by one record.
+		k.recs = append(k.recs, &keyedRec{rec: *rec, key: k.key(rec)})
+		fresh++
 	}
-	k.from = max(k.from, page.Next)
-	k.next = page.Next
+	if !k.full {
+		k.from = max(k.from, page.Next)
+		k.next = page.Next
+	}
 	k.settle()
-	if !page.CaughtUp && len(page.Records) == DrainPage {
+	if fresh > 0 && !page.CaughtUp && !k.full && len(page.Records) == DrainPage {
 		// The next page is read while this one is POSTed, so a backlog's
 		// POSTs do not all land before it arrives.
 		k.w.prefetchFrom(k.ctx, k.t.reg, k.from)
@@ -352,7 +362,7 @@ func (k *keyedTurn) work() {
 // post projects r and makes its POSTs, without k.mu.
 func (k *keyedTurn) post(r *keyedRec) landing {
 	w, reg := k.w, k.t.reg
-	res, err := w.project(w.target(reg), r.rec)
+	res, err := w.project(w.target(reg), &r.rec)
 	if err != nil {
 		reason := err.Error()
 		if want := fmt.Sprintf("journal message %d", r.rec.Seq); !strings.Contains(reason, want) {
@@ -361,7 +371,7 @@ func (k *keyedTurn) post(r *keyedRec) landing {
 		return landing{r: r, f: &failure{seq: r.rec.Seq, err: reason, permanent: true}, unprojectable: true}
 	}
 	var p progress
-	f := w.deliver(k.ctx, reg, r.rec, res.Messages, r.how, &p)
+	f := w.deliver(k.ctx, reg, &r.rec, res.Messages, r.how, &p)
 	return landing{r: r, f: f, p: p}
 }
 
