@@ -21,6 +21,7 @@ const (
 	codePayloadTooLarge     = "payload_too_large"
 	codeIdempotencyConflict = "idempotency_conflict"
 	codeMethodNotAllowed    = "method_not_allowed"
+	codeUnavailable         = "unavailable"
 	codeInternal            = "internal"
 )
 
@@ -54,6 +55,8 @@ func storeError(err error, id, op string) error {
 	case errors.Is(err, cursor.ErrIdempotencyConflict):
 		return errorf(http.StatusUnprocessableEntity, codeIdempotencyConflict,
 			"Idempotency-Key was already used with a different request body")
+	case errors.Is(err, cursor.ErrUnavailable):
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "%s: %v; try again", op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

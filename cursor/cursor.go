@@ -38,6 +38,11 @@ var (
 	// ErrIdempotencyConflict means an Idempotency-Key was reused with
 	// another request body.
 	ErrIdempotencyConflict = errors.New("idempotency key was used with a different request")
+	// ErrUnavailable means the store did not answer in time: a replicated
+	// store's leader is being elected, or its servers cannot be reached.
+	// The call may succeed when tried again; nothing was changed by it
+	// unless the error says otherwise.
+	ErrUnavailable = errors.New("the store is unavailable")
 )
 
 // Batch configures CloudEvents batch mode for an outbox registration.

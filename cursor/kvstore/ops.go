@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -230,7 +231,7 @@ func (s *Store) read(ctx context.Context, id string) (row, error) {
 		return row{}, notFound(id)
 	}
 	if err != nil {
-		return row{}, fmt.Errorf("kvstore: read %q: %w", id, err)
+		return row{}, fmt.Errorf("kvstore: read %q: %w", id, unavailable(err))
 	}
 	r, err := decodeRow(id, e.Value(), e.Revision())
 	if err != nil {
@@ -603,4 +604,17 @@ func (s *Store) keepOnError(id string, err error) error {
 func (s *Store) fence(id string) {
 	s.fenced.Add(1)
 	s.wb.settle(id, false)
+}
+
+// unavailable marks err as cursor.ErrUnavailable when it says the bucket
+// did not answer in time (an election, a lost server, no responders), so
+// the admin API answers 503 with the reason instead of 500.
+func unavailable(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting):
+		return fmt.Errorf("%w: %w", cursor.ErrUnavailable, err)
+	}
+	return err
 }

@@ -368,3 +368,15 @@ func TestShardWeightsCountRegistrations(t *testing.T) {
 		t.Fatal("weights without WithShardWeights")
 	}
 }
+
+// A read the bucket does not answer in time is cursor.ErrUnavailable, so
+// the admin API can say "try again" rather than fail.
+func TestAReadThatTimesOutIsUnavailable(t *testing.T) {
+	s := openKV(t, startNATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if _, err := s.Get(ctx, "r1"); !errors.Is(err, cursor.ErrUnavailable) {
+		t.Fatalf("Get past its deadline: %v, want cursor.ErrUnavailable", err)
+	}
+}
