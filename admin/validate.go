@@ -49,6 +49,8 @@ type registrationRequest struct {
 	Batch *batchRequest   `json:"batch"`
 	// Ordering is outbox only (ordering.go).
 	Ordering *orderingRequest `json:"ordering"`
+	// Filter is outbox only: a CEL expression (filter.go).
+	Filter string `json:"filter"`
 	// Receiver options, either namespace (options.go).
 	Headers   map[string]string `json:"headers"`
 	TLS       *cursor.TLS       `json:"tls"`
@@ -173,6 +175,9 @@ func outboxConfig(c *cursor.Config, req *registrationRequest) error {
 		return err
 	}
 	c.Batch = batch
+	if err := validMessageFilter(c, req.Filter); err != nil {
+		return err
+	}
 	return validOrdering(c, req.Ordering)
 }
 
@@ -186,6 +191,8 @@ func a2aConfig(c *cursor.Config, req *registrationRequest) error {
 		return invalid("batch applies to outbox registrations only")
 	case req.Ordering != nil:
 		return invalid("ordering applies to outbox registrations only: a task's events are one sequence")
+	case req.Filter != "":
+		return invalid("filter applies to outbox registrations only: a task's events are one sequence")
 	case req.TaskID == "":
 		return invalid("taskId is required for a2a registrations")
 	}

@@ -54,6 +54,14 @@ type Registration struct {
 	// already acknowledged (CONTRACT §12).
 	InFlight int `json:"inFlight"`
 	Ahead    int `json:"ahead"`
+
+	// Filter is echoed as registered (outbox); Filtered counts the
+	// messages it answered false for, FilterErrors those it failed on,
+	// the latest named by LastFilterError (CONTRACT §13).
+	Filter          string `json:"filter,omitempty"`
+	Filtered        uint64 `json:"filtered"`
+	FilterErrors    uint64 `json:"filterErrors"`
+	LastFilterError string `json:"lastFilterError,omitempty"`
 }
 
 // Batch is a registration's batch limits; the ones left out take the
@@ -98,6 +106,10 @@ func viewOf(r cursor.Registration) Registration {
 		Delivered:       r.Delivered,
 		Ordering:        orderingView(r.Ordering),
 		Ahead:           len(r.Ahead),
+		Filter:          r.Filter,
+		Filtered:        r.Filtered,
+		FilterErrors:    r.FilterErrors,
+		LastFilterError: r.LastFilterError,
 	}
 	v.Headers, v.TLS, v.RateLimit = r.Headers, tlsView(r.TLS), rateLimitView(r.RateLimit)
 	if r.AuthScheme != "" {

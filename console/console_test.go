@@ -119,6 +119,33 @@ func TestPageHoldsNoInlineCodeAndScriptWritesNoMarkup(t *testing.T) {
 // receiver acknowledged ahead of the cursor (CONTRACT §12), in that order
 // among the members it knows, the ordering in words rather than JSON.
 func TestRegistrationViewShowsOrdering(t *testing.T) {
+	script, at := configOrder(t)
+	if at("batch") < 0 || at("ordering") != at("batch")+1 || at("lag") < 0 || at("inFlight") != at("lag")+1 || at("ahead") != at("inFlight")+1 {
+		t.Errorf("configOrder: want ordering after batch, inFlight and ahead after lag")
+	}
+	for _, words := range []string{`k === 'ordering'`, `' in flight'`, `'registration, one POST at a time'`} {
+		if !strings.Contains(script, words) {
+			t.Errorf("console.js does not describe the ordering: no %s", words)
+		}
+	}
+}
+
+// TestRegistrationViewShowsFilter: a registration's page lists its filter
+// after its ordering, and what the filter passed over (filtered,
+// filterErrors, lastFilterError) after delivered (CONTRACT §13); the
+// filter is text, shown as the API answered it.
+func TestRegistrationViewShowsFilter(t *testing.T) {
+	_, at := configOrder(t)
+	if at("ordering") < 0 || at("filter") != at("ordering")+1 || at("delivered") < 0 ||
+		at("filtered") != at("delivered")+1 || at("filterErrors") != at("filtered")+1 || at("lastFilterError") != at("filterErrors")+1 {
+		t.Error("configOrder: want filter after ordering, filtered, filterErrors and lastFilterError after delivered")
+	}
+}
+
+// configOrder is console.js and where a member stands in its
+// configOrder, -1 when it is not there.
+func configOrder(t *testing.T) (string, func(string) int) {
+	t.Helper()
 	srv := httptest.NewServer(console.Handler())
 	defer srv.Close()
 	_, script := get(t, srv, "/console.js")
@@ -130,13 +157,5 @@ func TestRegistrationViewShowsOrdering(t *testing.T) {
 	for _, q := range regexp.MustCompile(`'([A-Za-z]+)'`).FindAllStringSubmatch(m[1], -1) {
 		order = append(order, q[1])
 	}
-	at := func(name string) int { return slices.Index(order, name) }
-	if at("batch") < 0 || at("ordering") != at("batch")+1 || at("lag") < 0 || at("inFlight") != at("lag")+1 || at("ahead") != at("inFlight")+1 {
-		t.Errorf("configOrder %v: want ordering after batch, inFlight and ahead after lag", order)
-	}
-	for _, words := range []string{`k === 'ordering'`, `' in flight'`, `'registration, one POST at a time'`} {
-		if !strings.Contains(script, words) {
-			t.Errorf("console.js does not describe the ordering: no %s", words)
-		}
-	}
+	return script, func(name string) int { return slices.Index(order, name) }
 }

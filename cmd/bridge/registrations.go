@@ -18,7 +18,7 @@ const registerSynopsis = "[--id ID] --namespace outbox|a2a (--subject F | --task
 	"[--format binary|structured] [--data-content-type CT] [--secret whsec_...] [--token T] " +
 	"[--auth-scheme S --auth-credentials C] [--start new|first|SEQ|RFC3339] " +
 	"[--batch-max-events N] [--batch-max-bytes N] [--batch-max-delay D] " +
-	"[--order-key KEY [--order-max-in-flight N]] [--idempotency-key K] [--json]"
+	"[--order-key KEY [--order-max-in-flight N]] [--filter EXPR] [--idempotency-key K] [--json]"
 
 // authBody is the authentication a create asks for; answers name the
 // scheme only (admin.Authentication).
@@ -43,6 +43,7 @@ type registerRequest struct {
 	Start           any           `json:"start,omitempty"`
 	Batch           *admin.Batch  `json:"batch,omitempty"`
 	Ordering        *orderingBody `json:"ordering,omitempty"`
+	Filter          string        `json:"filter,omitempty"`
 }
 
 // orderingBody is the ordering a create asks for; an absent maxInFlight
@@ -117,6 +118,7 @@ func (f *registerFlags) register(fs *flag.FlagSet) {
 		f.ordering.MaxInFlight, f.orderInFlight = n, true
 		return nil
 	})
+	fs.StringVar(&f.req.Filter, "filter", "", "CEL expression over event, data, headers and subject: only the messages it is true for are delivered (outbox)")
 	fs.StringVar(&f.idemKey, "idempotency-key", "", "Idempotency-Key header: a retry with the same key creates nothing new")
 }
 
@@ -327,6 +329,12 @@ func (s *session) printRegistration(r admin.Registration) {
 	row("next attempt at", timeOrDash(r.NextAttemptAt))
 	row("last error", orDash(r.LastError))
 	row("delivered", r.Delivered)
+	if r.Filter != "" || r.Filtered > 0 || r.FilterErrors > 0 {
+		row("filter", orDash(r.Filter))
+		row("filtered", r.Filtered)
+		row("filter errors", r.FilterErrors)
+		row("last filter error", orDash(r.LastFilterError))
+	}
 	if windowed(r) {
 		row("in flight", r.InFlight)
 		row("ahead", r.Ahead)

@@ -369,8 +369,9 @@
   // A registration's page.
 
   const configOrder = ['id', 'namespace', 'state', 'subject', 'taskId', 'url', 'format',
-    'dataContentType', 'batch', 'ordering', 'signed', 'hasToken', 'authentication', 'nextSeq', 'lag',
-    'inFlight', 'ahead', 'attempts', 'delivered', 'nextAttemptAt', 'lastError', 'createdAt', 'updatedAt',
+    'dataContentType', 'batch', 'ordering', 'filter', 'signed', 'hasToken', 'authentication', 'nextSeq', 'lag',
+    'inFlight', 'ahead', 'attempts', 'delivered', 'filtered', 'filterErrors', 'lastFilterError',
+    'nextAttemptAt', 'lastError', 'createdAt', 'updatedAt',
     'completedAt', 'owner'];
 
   function showRegistration(id) {
