@@ -26,6 +26,9 @@ type batcher struct {
 	records   int
 	first     *projection.Record
 	lastSeq   uint64
+	// screened counts the messages inside the batch its filter passed
+	// over: the batch's 2xx moves the cursor past them.
+	screened screened
 }
 
 func newBatcher(b projection.Batcher, cfg *cursor.Batch) *batcher {
@@ -69,6 +72,7 @@ func (bt *batcher) full() bool { return len(bt.msgs) >= bt.maxEvents || bt.size 
 
 func (bt *batcher) reset() {
 	bt.msgs, bt.size, bt.records, bt.first = bt.msgs[:0], 0, 0, nil
+	bt.screened = screened{}
 }
 
 // drainBatches delivers the page as CloudEvents batches: the cursor moves
@@ -85,7 +89,15 @@ func (w *Worker) drainBatches(ctx context.Context, t *turn, page *journal.Page, 
 			return true, nil
 		}
 		rec := &page.Records[i]
-		res, err := w.project(target, rec)
+		v, err := w.screen(&t.reg, rec)
+		if err == nil && !v.deliver {
+			w.passOver(t, bt, rec, v)
+			continue
+		}
+		var res projection.Result
+		if err == nil {
+			res, err = w.project(target, rec)
+		}
 		if err != nil {
 			if stop, err := w.sendBatch(ctx, t, bt); stop || err != nil {
 				return true, err
@@ -106,9 +118,22 @@ func (w *Worker) drainBatches(ctx context.Context, t *turn, page *journal.Page, 
 	}
 	if wait := w.holdFor(t, page, bt); wait > 0 {
 		time.AfterFunc(wait, func() { w.Wake(t.reg.ID) })
-		return true, w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Idle: true})
+		return true, w.advance(ctx, t.reg.ID, w.withScreened(cursor.Progress{NextSeq: t.next, Idle: true}, &t.screened))
 	}
 	return w.sendBatch(ctx, t, bt)
+}
+
+// passOver passes over a message rec's filter did not deliver, before it
+// is batched: with no batch pending the cursor moves past it, else the
+// pending batch's 2xx will.
+func (w *Worker) passOver(t *turn, bt *batcher, rec *projection.Record, v verdict) {
+	if len(bt.msgs) == 0 {
+		t.screened.add(v)
+		t.next = rec.Seq + 1
+		return
+	}
+	bt.screened.add(v)
+	bt.lastSeq = rec.Seq
 }
 
 // holdFor is how long a partial batch waits for more events; zero sends it.
@@ -140,5 +165,6 @@ func (w *Worker) sendBatch(ctx context.Context, t *turn, bt *batcher) (bool, err
 	if f := w.deliver(ctx, t.reg, bt.first, []projection.Message{msg}, t.postOf(bt.first.Seq), &t.p); f != nil {
 		return true, w.failed(ctx, t, *f)
 	}
+	t.screened.merge(bt.screened)
 	return false, w.acknowledged(ctx, t, bt.lastSeq, bt.records, 1, false)
 }

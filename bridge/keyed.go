@@ -160,8 +160,10 @@ type keyedTurn struct {
 	// POSTs have landed, after failures attempts.
 	park     *failure
 	failures uint32
-	// unsaved counts acknowledgements since the last Advance.
+	// unsaved counts acknowledgements since the last Advance, screened
+	// the messages the filter passed over.
 	delivered uint64
+	screened  screened
 	records   int
 	blocked   map[string]struct{}
 }
@@ -217,9 +219,15 @@ func (k *keyedTurn) load(page *journal.Page) {
 			// it holds no key back, and is not kept.
 			continue
 		}
-		// A copy: the page's array is not kept alive by one record.
-		k.recs = append(k.recs, &keyedRec{rec: *rec, key: k.key(rec)})
 		fresh++
+		// A copy: the page's array is not kept alive by one record.
+		r := &keyedRec{rec: *rec}
+		if k.screen(r); r.acked {
+			// Passed over by the filter: acknowledged as the above.
+			continue
+		}
+		r.key = k.key(rec)
+		k.recs = append(k.recs, r)
 	}
 	if !k.full {
 		k.from = max(k.from, page.Next)
@@ -230,6 +238,20 @@ func (k *keyedTurn) load(page *journal.Page) {
 		// The next page is read while this one is POSTed, so a backlog's
 		// POSTs do not all land before it arrives.
 		k.w.prefetchFrom(k.ctx, k.t.reg, k.from)
+	}
+}
+
+// screen runs the registration's filter on a loaded message: one it
+// does not deliver is acknowledged at once, joining the window as a 2xx
+// would; one it cannot be run on stops the turn to park on it.
+func (k *keyedTurn) screen(r *keyedRec) {
+	v, err := k.w.screen(&k.t.reg, &r.rec)
+	switch {
+	case err != nil:
+		k.stop(&failure{seq: r.rec.Seq, err: err.Error(), permanent: true}, k.st.failing[r.rec.Seq].attempts+1)
+	case !v.deliver:
+		k.ack(r)
+		k.screened.add(v)
 	}
 }
 
@@ -549,12 +571,17 @@ func (k *keyedTurn) land(l landing) {
 	}
 }
 
+// ack marks r acknowledged, in the window.
+func (k *keyedTurn) ack(r *keyedRec) {
+	r.acked = true
+	if i, found := slices.BinarySearch(k.acked, r.rec.Seq); !found {
+		k.acked = slices.Insert(k.acked, i, r.rec.Seq)
+	}
+}
+
 func (k *keyedTurn) acknowledge(r *keyedRec, posts int) error {
 	seq := r.rec.Seq
-	r.acked = true
-	if i, found := slices.BinarySearch(k.acked, seq); !found {
-		k.acked = slices.Insert(k.acked, i, seq)
-	}
+	k.ack(r)
 	k.delivered += uint64(posts)
 	k.records++
 	k.t.p.records++
@@ -660,6 +687,7 @@ func (k *keyedTurn) save(due time.Time) error {
 func (k *keyedTurn) advance(p cursor.Progress) error {
 	p.NextSeq, p.Window, p.Delivered = k.base, true, k.delivered
 	p.Ahead = slices.Clone(k.acked)
+	p = k.w.withScreened(p, &k.screened)
 	k.delivered = 0
 	k.t.next = k.base
 	return k.w.advance(k.ctx, k.t.reg.ID, p)

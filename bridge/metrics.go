@@ -21,6 +21,8 @@ type Metrics struct {
 	saturated  *prometheus.CounterVec
 	unserved   *prometheus.GaugeVec
 	inFlight   *prometheus.GaugeVec
+	filtered   *prometheus.CounterVec
+	filterErrs *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg.
@@ -69,10 +71,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bridge_posts_in_flight",
 			Help: "POSTs sent and not yet answered, by namespace; --max-in-flight bounds their sum.",
 		}, ns),
+		filtered: namespaceCounter("bridge_filtered_total",
+			"Journal messages a registration's filter answered false for, passed over as if acknowledged."),
+		filterErrs: namespaceCounter("bridge_filter_errors_total",
+			"Journal messages a registration's filter failed on (a missing field, a type mismatch, the cost limit), passed over undelivered."),
 	}
 	reg.MustRegister(m.deliveries, m.duration, m.latency, m.skippedMsg, m.records,
-		m.parked, m.completed, m.saturated, m.unserved, m.inFlight)
+		m.parked, m.completed, m.saturated, m.unserved, m.inFlight, m.filtered, m.filterErrs)
 	return m
+}
+
+// namespaceCounter is a counter by namespace.
+func namespaceCounter(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"namespace"})
 }
 
 // deliverySeries are one namespace's per-POST series, resolved once: a
@@ -132,6 +143,16 @@ func (m *Metrics) skipped(ns string, n uint64) {
 		return
 	}
 	m.skippedMsg.WithLabelValues(ns).Add(float64(n))
+}
+
+// screened counts messages filters passed over: filtered answered
+// false, failed failed.
+func (m *Metrics) screened(ns string, filtered, failed uint64) {
+	if m == nil || filtered+failed == 0 {
+		return
+	}
+	m.filtered.WithLabelValues(ns).Add(float64(filtered))
+	m.filterErrs.WithLabelValues(ns).Add(float64(failed))
 }
 
 func (m *Metrics) progress(ns string, p progress) {

@@ -117,6 +117,8 @@ type Worker struct {
 	inFlight inFlight
 	// keyed is what keyed registrations' turns remember between turns.
 	keyed keyedMemory
+	// filters are the registrations' filters and what they share.
+	filters *filters
 }
 
 // Option configures a Worker.
@@ -196,6 +198,7 @@ func New(store cursor.Store, j Journal, s Sender, p projection.Projection, opts 
 	w.turns = make(chan string, w.maxInFlight)
 	w.cache = gencache.New[cacheKey, projection.Result](projectionCacheSize)
 	w.limits = newLimits()
+	w.filters = newFilters()
 	return w, nil
 }
 
@@ -228,6 +231,9 @@ type turn struct {
 	// acked is set at the turn's first 2xx, which may end a failure
 	// streak.
 	acked bool
+	// screened counts the messages below next the filter passed over,
+	// written with the next Advance.
+	screened screened
 }
 
 // serveTurn drains one page of one registration's backlog, as far as its
@@ -274,7 +280,7 @@ func (w *Worker) serveTurn(ctx context.Context, reg cursor.Registration, at time
 		// it; a later gap is then never mistaken for removed messages.
 		t.next = max(t.next, page.Next)
 	}
-	if err := w.advance(ctx, reg.ID, cursor.Progress{NextSeq: t.next, Idle: idle}); err != nil {
+	if err := w.advance(ctx, reg.ID, w.withScreened(cursor.Progress{NextSeq: t.next, Idle: idle}, &t.screened)); err != nil {
 		return t.p, false, err
 	}
 	return t.p, !idle, nil
@@ -382,10 +388,21 @@ func (w *Worker) drain(ctx context.Context, t *turn, page *journal.Page) (stop b
 			t.yielded, t.p.yielded = true, true
 			return false, nil
 		}
+		rec := &page.Records[i]
+		v, err := w.screen(&t.reg, rec)
+		if err != nil {
+			return true, w.unprojectable(ctx, t, rec.Seq, err)
+		}
+		if !v.deliver {
+			// Passed over as if acknowledged: nothing before it is
+			// unacknowledged in a strict drain.
+			t.screened.add(v)
+			t.next = rec.Seq + 1
+			continue
+		}
 		if i > 0 && w.paced(&t.reg) {
 			return true, nil
 		}
-		rec := &page.Records[i]
 		res, err := w.project(target, rec)
 		if err != nil {
 			return true, w.unprojectable(ctx, t, rec.Seq, err)
@@ -421,7 +438,8 @@ func (w *Worker) acknowledged(ctx context.Context, t *turn, lastSeq uint64, reco
 	t.attempts = 0
 	t.next = lastSeq + 1
 	t.p.records += records
-	if err := w.advance(ctx, t.reg.ID, cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete}); err != nil {
+	p := w.withScreened(cursor.Progress{NextSeq: t.next, Delivered: uint64(posts), Complete: complete}, &t.screened)
+	if err := w.advance(ctx, t.reg.ID, p); err != nil {
 		return err
 	}
 	if !t.acked {
