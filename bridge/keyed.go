@@ -160,12 +160,13 @@ type keyedTurn struct {
 	// POSTs have landed, after failures attempts.
 	park     *failure
 	failures uint32
-	// unsaved counts acknowledgements since the last Advance, screened
-	// the messages the filter passed over.
+	// delivered counts POSTs answered 2xx since the last Advance;
+	// screened, the messages the filter passed over.
 	delivered uint64
 	screened  screened
-	records   int
-	blocked   map[string]struct{}
+	// blocked is each's scratch set of keys with an earlier message
+	// unacknowledged.
+	blocked map[string]struct{}
 }
 
 // serveKeyed runs the turn of a keyed registration from its first page.
@@ -173,9 +174,6 @@ func (w *Worker) serveKeyed(ctx context.Context, t *turn, page *journal.Page) (p
 	key, unordered, err := orderKey(t.reg.Ordering)
 	if err != nil {
 		return t.p, false, w.park(ctx, t.reg, t.attempts, failure{seq: t.next, err: err.Error(), permanent: true}, &t.p)
-	}
-	if !t.reg.Keyed() {
-		unordered = false
 	}
 	k := &keyedTurn{
 		w: w, t: t, ctx: ctx, key: key, unordered: unordered, width: widthOf(&t.reg),
@@ -404,14 +402,18 @@ func (k *keyedTurn) readMore() bool {
 	if k.reading || k.stopped || k.posting >= k.width || k.from >= k.base+cursor.WindowSize {
 		return false
 	}
-	if k.caughtUp {
+	switch {
+	case !k.current():
+		// A PUT, a park, a rewind or a delete: the next turn starts
+		// from the row as it stands.
+		return false
+	case k.caughtUp:
 		// A message published during the turn woke it: read again
-		// rather than end the turn and start another for it, as long as
-		// its row stands as the turn read it.
-		if !k.current() || !k.w.sched.takeWake(k.t.reg.ID) {
+		// rather than end the turn and start another for it.
+		if !k.w.sched.takeWake(k.t.reg.ID) {
 			return false
 		}
-	} else if k.free(1) > 0 {
+	case k.free(1) > 0:
 		return false
 	}
 	k.reading = true
@@ -431,16 +433,17 @@ func (k *keyedTurn) readMore() bool {
 }
 
 // keyedTurnSpan is how long a keyed turn trusts the row it read: a turn
-// that goes on reading messages as they arrive reads its row again after
-// it, and ends when a PUT, a park, a rewind or a delete changed it, so
-// the next turn starts from the row as it stands.
+// that goes on reading the journal (a backlog, or messages as they
+// arrive) reads its row again once a span, and stops POSTing when a PUT,
+// a park, a rewind or a delete changed it, so the next turn starts from
+// the row as it stands.
 const keyedTurnSpan = time.Second
 
 // current reports whether the row is still as the turn read it, reading
 // it again once keyedTurnSpan has passed since the last look; k.mu is
 // released during the read.
 func (k *keyedTurn) current() bool {
-	if k.changed || time.Since(k.looked) < keyedTurnSpan {
+	if k.changed || k.reading || time.Since(k.looked) < keyedTurnSpan {
 		return !k.changed
 	}
 	k.reading = true
@@ -451,6 +454,10 @@ func (k *keyedTurn) current() bool {
 	k.looked = time.Now()
 	k.changed = err != nil || reg.State != cursor.Active || reg.NextSeq < k.base ||
 		!reflect.DeepEqual(reg.Config, k.t.reg.Config)
+	if k.changed {
+		// Nothing more is POSTed as the old row says.
+		k.stopped = true
+	}
 	return !k.changed
 }
 
@@ -496,7 +503,7 @@ func (k *keyedTurn) each(fn func(*keyedRec) bool) {
 // pick takes the first message that may be POSTed now, marking it in
 // flight; nil when none may or the turn must not start another POST.
 func (k *keyedTurn) pick() *keyedRec {
-	if k.stopped || k.halted() {
+	if k.stopped || !k.current() || k.halted() {
 		k.stopped = true
 		return nil
 	}
@@ -583,7 +590,6 @@ func (k *keyedTurn) acknowledge(r *keyedRec, posts int) error {
 	seq := r.rec.Seq
 	k.ack(r)
 	k.delivered += uint64(posts)
-	k.records++
 	k.t.p.records++
 	if f, ok := k.st.failing[seq]; ok {
 		delete(k.st.failing, seq)
@@ -640,7 +646,9 @@ func (k *keyedTurn) finish() (more bool, err error) {
 		return false, k.save(time.Time{})
 	case k.readErr != nil || k.err != nil:
 		return false, errors.Join(k.readErr, k.err, k.save(time.Time{}))
-	case t.yielded:
+	case t.yielded || k.changed:
+		// Its slot goes to another, or its row changed: served again
+		// soon, from the row as it stands.
 		return true, k.save(w.now())
 	case k.paced:
 		// The rate limit's timer wakes it; due now in the store, so a
@@ -655,8 +663,8 @@ func (k *keyedTurn) finish() (more bool, err error) {
 		at, ok = hold, true
 	}
 	if !ok {
-		// Nothing fails and nothing waits: the turn ended at its span
-		// with more to read.
+		// Nothing fails and nothing waits, yet messages are left: look
+		// again at once.
 		return true, k.save(w.now())
 	}
 	if k.full {

@@ -496,3 +496,37 @@ func TestKeyedSlowPostHoldsOnlyItsKey(t *testing.T) {
 	}
 	checkFirstArrivalsInOrder(t, rc.arrivals())
 }
+
+// A PUT during a keyed registration's backlog takes effect within about a
+// second: the turn reads its row again and POSTs nothing more to the old
+// URL, and the rest of the backlog goes to the new one.
+func TestKeyedTurnFollowsAPut(t *testing.T) {
+	e := newEnv(t)
+	e.shape = keyedBy("subject", 2)
+	slow := func(string) int {
+		time.Sleep(20 * time.Millisecond)
+		return http.StatusOK
+	}
+	before, after := newKeyedReceiver(t, slow), newKeyedReceiver(t, slow)
+	reg := e.register("p", before.URL, "journal.>")
+	const n = 300
+	for i := range n {
+		e.publish(fmt.Sprintf("journal.k%d", i%10), fmt.Sprintf("k%d:%d", i%10, i/10))
+	}
+	w := e.worker(bridge.WithTick(50 * time.Millisecond))
+	runDaemon(t, bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w}))
+	waitUntil(t, "the backlog under way", func() bool { return len(before.acked()) >= 20 })
+	cfg := reg.Config
+	cfg.URL = after.URL
+	if _, err := e.db.Replace(context.Background(), cfg, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	replaced := len(before.arrivals())
+	waitUntil(t, "the rest at the new URL", func() bool { return len(before.acked())+len(after.acked()) >= n })
+	if late := len(before.arrivals()) - replaced; late > 2*50+2 {
+		t.Fatalf("%d POSTs to the old URL after the PUT; want those of about a second at most", late)
+	}
+	if len(after.acked()) == 0 {
+		t.Fatal("nothing reached the new URL")
+	}
+}
