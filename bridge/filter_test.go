@@ -163,3 +163,16 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no single series of %s", name)
 	return 0
 }
+
+// BenchmarkDrainFilter is BenchmarkDrain without a filter and with one
+// that passes every message and reads its data, so each message is also
+// described, parsed (1 KiB of JSON) and filtered: what a filter costs a
+// strict drain beyond the POST (the S1 with and without).
+func BenchmarkDrainFilter(b *testing.B) {
+	b.Run("off", func(b *testing.B) { benchDrain(b, newEnv(b)) })
+	b.Run("pass-all", func(b *testing.B) {
+		e := newEnv(b)
+		e.shape = func(c *cursor.Config) { c.Filter = "event.type != '' && size(data) > 0" }
+		benchDrain(b, e)
+	})
+}
