@@ -3,7 +3,7 @@ BIN     ?= bin/bridge
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test bench bench-quick bench-go run lint fuzz soak clean
+.PHONY: build test deploy-test image bench bench-quick bench-go run lint fuzz soak clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/bridge
@@ -15,6 +15,23 @@ test:
 		echo "make test: no Chromium on PATH (chromium, chromium-browser or google-chrome), so the console's browser test (test/e2e/console_test.go) is skipped; apt-get install -y chromium runs it"
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 9m ./...
+
+# The image and the Helm chart (deploy/, a Go module of its own so the
+# product's go.mod carries no Kubernetes dependency): the image built twice
+# (one digest), unpacked and run until /readyz answers; helm lint and helm
+# template of the pinned helm, every object decoded strictly into the
+# Kubernetes types, the container args parsed by bridge run's own parser.
+deploy-test:
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+
+# The OCI image as an archive (podman load, docker load, skopeo copy
+# oci-archive:...), built without a daemon or a base image; the last line
+# printed is its digest. The same commit gives the same digest.
+IMAGE             ?= bin/bridge-image.tar
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+image:
+	@mkdir -p $(dir $(IMAGE))
+	@cd deploy && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/image -module .. -version $(VERSION) -o $(abspath $(IMAGE))
 
 # The scenario benchmarks of the real bridge, each beside the raw limit it
 # sits on (test/bench); about 20 minutes with the cluster scenarios, bench-quick a tenth the size.
