@@ -2,7 +2,6 @@ package image
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -21,6 +20,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/jetstream-bridge/bridge/internal/testutil"
 )
 
 // The image is built twice from the module above: the same digest and the
@@ -82,6 +83,44 @@ func TestImage(t *testing.T) {
 		t.Fatalf("bridge version: %q, %v", out, err)
 	}
 	runReady(t, bin, c, filepath.Join(root, "data"))
+	t.Run("podman", func(t *testing.T) { podmanRun(t, first, o.Name, d1) })
+}
+
+// podmanRun loads the archive into podman, wants the digest and user it
+// was built with, and runs it until /readyz answers. Where podman is
+// missing, or may not start containers (a sandbox refusing crun's
+// setrlimit), it says so and skips that part.
+func podmanRun(t *testing.T, archive, name string, digest v1.Hash) {
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("no podman on PATH; the unpacked image ran above")
+	}
+	podman := func(args ...string) (string, error) {
+		out, err := exec.Command("podman", args...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := podman("load", "-i", archive); err != nil {
+		t.Fatalf("podman load: %v\n%s", err, out)
+	}
+	ref := "localhost/" + name
+	t.Cleanup(func() { podman("rmi", "-f", ref) })
+	out, err := podman("inspect", ref, "--format", "{{.Digest}} {{.Config.User}}")
+	if want := fmt.Sprintf("%s %d:%d", digest, UID, UID); err != nil || out != want {
+		t.Fatalf("podman inspect: %q (%v), want %q", out, err, want)
+	}
+	admin := freePort(t)
+	out, err = podman("run", "--rm", "-d", "-p", admin+":8480", ref)
+	if err != nil && strings.Contains(out, "setrlimit") {
+		t.Skipf("podman loaded the image, but this machine may not run containers: %s", out)
+	}
+	if err != nil {
+		t.Fatalf("podman run: %v\n%s", err, out)
+	}
+	id := out
+	t.Cleanup(func() { podman("stop", "-t", "15", id) })
+	waitReady(t, admin, func() error { return nil }, func() string {
+		logs, _ := podman("logs", id)
+		return logs
+	})
 }
 
 // runReady runs the image's entrypoint and command with its environment,
@@ -92,24 +131,13 @@ func runReady(t *testing.T, bin string, c v1.Config, data string) {
 	args := append(slices.Clone(c.Cmd), "--data-dir", data, "--admin-listen", admin, "--embedded-listen", nats)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = c.Env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs strings.Builder
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		s := bufio.NewScanner(stderr)
-		for s.Scan() {
-			logs.WriteString(s.Text() + "\n")
-		}
-	}()
+	var logs testutil.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { <-logged; exited <- cmd.Wait() }()
+	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -122,6 +150,21 @@ func runReady(t *testing.T, bin string, c v1.Config, data string) {
 			t.Errorf("bridge run did not stop within 30 s of SIGTERM\n%s", logs.String())
 		}
 	}()
+	waitReady(t, admin, func() error {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("bridge run exited before it was ready: %v", err)
+		default:
+			return nil
+		}
+	}, logs.String)
+}
+
+// waitReady polls /readyz at admin until it answers 200, for 60 s at
+// most; dead says whether the server ended first, logs what it said.
+func waitReady(t *testing.T, admin string, dead func() error, logs func() string) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get("http://" + admin + "/readyz")
@@ -131,15 +174,13 @@ func runReady(t *testing.T, bin string, c v1.Config, data string) {
 				return
 			}
 		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("bridge run exited before it was ready: %v\n%s", err, logs.String())
-		case <-time.After(200 * time.Millisecond):
+		if derr := dead(); derr != nil {
+			t.Fatalf("%v\n%s", derr, logs())
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within 60 s (last %v)\n%s", err, logs.String())
+			t.Fatalf("/readyz not 200 within 60 s (last %v)\n%s", err, logs())
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
