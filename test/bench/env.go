@@ -158,6 +158,11 @@ func (e *env) publishBacklog(ctx context.Context, s stream, subject string, n in
 
 // publishSpread is publishBacklog with message i on subjectOf(i).
 func (e *env) publishSpread(ctx context.Context, s stream, subjectOf func(i int) string, n int, payload []byte) (uint64, error) {
+	return e.publishEach(ctx, s, subjectOf, n, func(int) []byte { return payload })
+}
+
+// publishEach is publishSpread with message i's payload payloadOf(i).
+func (e *env) publishEach(ctx context.Context, s stream, subjectOf func(i int) string, n int, payloadOf func(i int) []byte) (uint64, error) {
 	first, err := e.lastSeq(ctx, s)
 	if err != nil {
 		return 0, err
@@ -166,7 +171,10 @@ func (e *env) publishSpread(ctx context.Context, s stream, subjectOf func(i int)
 	start := time.Now()
 	progress := time.NewTicker(5 * time.Second)
 	defer progress.Stop()
+	size := 0
 	for i := range n {
+		payload := payloadOf(i)
+		size += len(payload)
 		// A long stall wait: on a busy machine acknowledgements lag, and
 		// the backlog must be stored whole, not fail half-way.
 		if _, err := e.js.PublishAsync(subjectOf(i), payload, jetstream.WithStallWait(30*time.Second)); err != nil {
@@ -193,7 +201,7 @@ func (e *env) publishSpread(ctx context.Context, s stream, subjectOf func(i int)
 		return 0, fmt.Errorf("stream %s stored %d of %d messages", s.name, got, n)
 	}
 	el := time.Since(start)
-	logf("  published %d × %d B in %v (%.0f msg/s)", n, len(payload), el.Round(time.Millisecond), float64(n)/el.Seconds())
+	logf("  published %d × %d B in %v (%.0f msg/s)", n, size/max(n, 1), el.Round(time.Millisecond), float64(n)/el.Seconds())
 	return first, nil
 }
 

@@ -2,7 +2,7 @@
 // it delivers, how soon, and at what cost — each figure beside the raw
 // limit it sits on, measured in the same run on the same machine.
 //
-//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S1k,S1h,S1m,S1s,S2,S2d,S2o,S3,S4,S5,MEM,MEMK,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
+//	go run ./test/bench [-quick] [-only S1,S1b,S1d,S1o,S1k,S1h,S1m,S1s,S1f,S2,S2d,S2o,S2f,S3,S4,S5,MEM,MEMK,R1,R2,A1,C1,C2,C3,C4,C5] [-keep]
 //
 // It starts a nats-server with JetStream in this process, a loopback sink
 // (HTTP/1.1, keep-alive, 204 at once) and the real bridge binary, built at
@@ -56,10 +56,17 @@
 //	     per POST exported over OTLP/HTTP to a collector in this process
 //	     that discards them, against none. The receivers count what each
 //	     POST carried, so an option the bridge ignored shows.
+//	S1f  S1 as S1h is, on a backlog of 1 KiB JSON orders (dataContentType
+//	     application/json), a filter that reads data and passes every
+//	     message (data.total >= 0) against no filter (CONTRACT §13).
 //	S2   fan-out: 1,000 registrations on one subject, 1,000 messages; against
 //	     as many bare POSTs from 16 goroutines; and journal reads per
 //	     message.
 //	S2d  S2 on a default stream, as S1d is S1.
+//	S2f  S2 with a filter on each registration passing half the messages
+//	     (data.n % 2 == 0 on the even ones, == 1 on the odd), on twice
+//	     S2's messages, 1 KiB JSON orders: as many POSTs as S2 makes;
+//	     its rate against S2's when both run (-quick: 200 messages).
 //	S1o, S2o  S1 and S2 with --attempt-log=false, with baselines of their
 //	     own; S1's and S2's rates against them are what the attempt log
 //	     costs.
@@ -135,10 +142,10 @@ import (
 
 // sizes are a run's dimensions.
 type sizes struct {
-	s1Backlog  int           // S1/S1b/S1d/S1h/S1m/S1s backlog
-	s1Rounds   int           // S1/S1d rounds of bridge and baseline; S1h/S1m/S1s rounds of each side
-	s2Regs     int           // S2/S2d registrations
-	s2Msgs     int           // S2/S2d messages
+	s1Backlog  int           // S1/S1b/S1d/S1h/S1m/S1s/S1f backlog
+	s1Rounds   int           // S1/S1d rounds of bridge and baseline; S1h/S1m/S1s/S1f rounds of each side
+	s2Regs     int           // S2/S2d/S2o/S2f registrations
+	s2Msgs     int           // S2/S2d/S2o messages; S2f publishes twice as many
 	s3Regs     int           // S3 idle registrations
 	r2Regs     int           // R2 idle registrations
 	idleStart  time.Duration // S3/R2 longest wait from the bridge's start to its first delivery
@@ -193,7 +200,7 @@ var quick = sizes{
 }
 
 // scenarioNames in the order they run.
-var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S1k", "S1h", "S1m", "S1s", "S2", "S2d", "S2o", "S3", "S4", "S5", "MEM", "MEMK", "R1", "R2", "A1"}, clusterNames...)
+var scenarioNames = append([]string{"S1", "S1b", "S1d", "S1o", "S1k", "S1h", "S1m", "S1s", "S1f", "S2", "S2d", "S2o", "S2f", "S3", "S4", "S5", "MEM", "MEMK", "R1", "R2", "A1"}, clusterNames...)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childArg {
@@ -253,9 +260,11 @@ func benchMain() int {
 		{"S1h", b.headersOAuth},
 		{"S1m", b.mutualTLS},
 		{"S1s", b.spanExport},
+		{"S1f", b.filterAll},
 		{"S2", func(ctx context.Context) result { return b.fanOut(ctx, s2) }},
 		{"S2d", func(ctx context.Context) result { return b.fanOut(ctx, s2d) }},
 		{"S2o", func(ctx context.Context) result { return b.fanOut(ctx, s2o) }},
+		{"S2f", func(ctx context.Context) result { return b.fanOut(ctx, s2f) }},
 		{"S3", b.idleScale},
 		{"S4", b.liveLatency},
 		{"S5", b.slowKeyed},

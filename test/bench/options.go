@@ -57,6 +57,8 @@ type pairing struct {
 	label  string // "headers + oauth2 ÷ plain"
 	target float64
 	a, b   side
+	// payload is message i of the backlog; nil: 1 KiB of 'x', as S1's.
+	payload func(i int) []byte
 	// probe reads the scenario's own counters. A drain's share is what
 	// they read after it, its bridge stopped and its last spans exported,
 	// less what they read before.
@@ -82,7 +84,12 @@ func (b *bench) paired(ctx context.Context, p pairing) ([]pairRound, error) {
 	}
 	defer b.deleteStream(s)
 	subject := s.prefix + ".orders"
-	first, err := b.publishBacklog(ctx, s, subject, n, bytes.Repeat([]byte{'x'}, kib))
+	payloadOf := p.payload
+	if payloadOf == nil {
+		x := bytes.Repeat([]byte{'x'}, kib)
+		payloadOf = func(int) []byte { return x }
+	}
+	first, err := b.publishEach(ctx, s, func(int) string { return subject }, n, payloadOf)
 	if err != nil {
 		return nil, err
 	}

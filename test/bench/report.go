@@ -51,6 +51,7 @@ var comparisons = []comparison{
 	{s2, s2d, "default stream ÷ allow_direct stream", 0.95},
 	{s1o, s1, "attempt log on ÷ off", 0.90},
 	{s2o, s2, "attempt log on ÷ off", 0.90},
+	{s2, s2f, "filters passing half of 2× the messages ÷ none", 0.90},
 }
 
 // sameRun adds, after the other side's first row, the ratio rows of each

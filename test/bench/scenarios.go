@@ -67,7 +67,7 @@ func (r *run) shortRegs() []int {
 	var out []int
 	for reg := range r.regs {
 		for m := range r.msgs {
-			if r.arrived[reg*r.msgs+m].Load() == 0 {
+			if r.expects(reg, m) && r.arrived[reg*r.msgs+m].Load() == 0 {
 				out = append(out, reg)
 				break
 			}
@@ -83,20 +83,24 @@ func (r *run) short(max int) string {
 	var out []string
 	lacking := 0
 	for reg := range r.regs {
-		got, first := 0, -1
+		got, of, first := 0, 0, -1
 		for m := range r.msgs {
+			if !r.expects(reg, m) {
+				continue
+			}
+			of++
 			if r.arrived[reg*r.msgs+m].Load() != 0 {
 				got++
 			} else if first < 0 {
 				first = m
 			}
 		}
-		if got == r.msgs {
+		if got == of {
 			continue
 		}
 		lacking++
 		if len(out) < max {
-			out = append(out, fmt.Sprintf("registration %d: %d of %d, first missing seq %d", reg, got, r.msgs, r.firstSeq+uint64(first)))
+			out = append(out, fmt.Sprintf("registration %d: %d of %d, first missing seq %d", reg, got, of, r.firstSeq+uint64(first)))
 		}
 	}
 	return fmt.Sprintf("%d registrations short: %s", lacking, strings.Join(out, "; "))
@@ -116,6 +120,10 @@ type registration struct {
 	OAuth2  *oauth2Grant      `json:"oauth2,omitempty"`
 	// Ordering keys (CONTRACT §12; keyed.go).
 	Ordering *ordering `json:"ordering,omitempty"`
+	// A filter and the content type that makes data JSON for it
+	// (CONTRACT §13; filters.go).
+	DataContentType string `json:"dataContentType,omitempty"`
+	Filter          string `json:"filter,omitempty"`
 }
 
 // ordering is a registration's ordering option.
@@ -144,6 +152,9 @@ type variant struct {
 	// it through a registration with ordering keys, against a bare loop
 	// keeping as many POSTs in flight as the registration may.
 	keyed *keyedDrain
+	// filtered, when set, gives a fan-out's registrations filters and
+	// JSON messages (filters.go).
+	filtered *fanFilter
 }
 
 // keyedDrain is how a keyed variant drains.
@@ -156,15 +167,16 @@ type keyedDrain struct {
 // would create; S1d and S2d on one as jetstream.StreamConfig leaves it,
 // which is how many users' streams are made.
 var (
-	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect, nil, nil}
-	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect, nil, nil}
-	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig, nil, nil}
-	s1o = variant{"S1o", "S1 drain, attempt log off (msg/s)", allowDirect, logOff, nil}
+	s1  = variant{"S1", "S1 drain (msg/s)", allowDirect, nil, nil, nil}
+	s1b = variant{"S1b", "S1b drain, batch 100 (msg/s)", allowDirect, nil, nil, nil}
+	s1d = variant{"S1d", "S1 drain, default stream (msg/s)", defaultConfig, nil, nil, nil}
+	s1o = variant{"S1o", "S1 drain, attempt log off (msg/s)", allowDirect, logOff, nil, nil}
 	s1k = variant{"S1k", "S1k drain, key subject, 16 in flight (msg/s)", allowDirect, nil,
-		&keyedDrain{subjects: 1_000, order: ordering{Key: "subject", MaxInFlight: 16}}}
-	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect, nil, nil}
-	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig, nil, nil}
-	s2o = variant{"S2o", "S2 fan-out, attempt log off (deliveries/s)", allowDirect, logOff, nil}
+		&keyedDrain{subjects: 1_000, order: ordering{Key: "subject", MaxInFlight: 16}}, nil}
+	s2  = variant{"S2", "S2 fan-out (deliveries/s)", allowDirect, nil, nil, nil}
+	s2d = variant{"S2d", "S2 fan-out, default stream (deliveries/s)", defaultConfig, nil, nil, nil}
+	s2o = variant{"S2o", "S2 fan-out, attempt log off (deliveries/s)", allowDirect, logOff, nil, nil}
+	s2f = variant{"S2f", "S2f fan-out, filters passing half (deliveries/s)", allowDirect, nil, nil, &halfByParity}
 )
 
 // inFlight is how many POSTs v's registration, and so its bare loop,
@@ -479,6 +491,7 @@ func (b *bench) drainAs(ctx context.Context, startBridge func(context.Context) (
 	start := time.Now()
 	var answer struct {
 		Ordering *ordering `json:"ordering"`
+		Filter   string    `json:"filter"`
 	}
 	if code, err := br.api(ctx, "POST", "/v1/registrations", reg, &answer); err != nil {
 		if batch != nil && code == 400 {
@@ -489,7 +502,16 @@ func (b *bench) drainAs(ctx context.Context, startBridge func(context.Context) (
 			na := notImplemented(d.name, d.what, "the registration API refuses ordering: "+err.Error())
 			return d, &na
 		}
+		if reg.Filter != "" && code == 400 {
+			na := notImplemented(d.name, d.what, "the registration API refuses filter: "+err.Error())
+			return d, &na
+		}
 		return fail(err)
+	}
+	if answer.Filter != reg.Filter {
+		// Likewise a plain drain under a filter's name.
+		na := notImplemented(d.name, d.what, fmt.Sprintf("the registration API answers with filter %q, given %q", answer.Filter, reg.Filter))
+		return d, &na
 	}
 	if reg.Ordering != nil && (answer.Ordering == nil || answer.Ordering.Key != reg.Ordering.Key) {
 		// An API that drops the option would measure a strict drain
@@ -621,23 +643,36 @@ func settle(ctx context.Context, pid int, warm, limit time.Duration) (time.Durat
 	}
 }
 
-// fanOut is S2 (or S2d, as v says): many registrations on one subject,
-// each message delivered to every one of them.
+// fanOut is S2 (or S2d, S2o, S2f, as v says): many registrations on one
+// subject, each message delivered to every one of them — or, with v's
+// filters, to those whose filter passes it, v.filtered.spread times the
+// messages published for as many deliveries.
 func (b *bench) fanOut(ctx context.Context, v variant) result {
 	regs, msgs := b.sz.s2Regs, b.sz.s2Msgs
-	logf("%s: fan-out, %s registrations × %s messages", v.name, count(float64(regs)), count(float64(msgs)))
+	posts := regs * msgs // the deliveries, and the bare loop's POSTs
+	f := v.filtered
+	what := ""
+	if f != nil {
+		msgs *= f.spread
+		what = ", " + f.label
+	}
+	logf("%s: fan-out, %s registrations × %s messages%s", v.name, count(float64(regs)), count(float64(msgs)), what)
 	s, err := b.newStream(ctx, strings.ToLower(v.name), v.config)
 	if err != nil {
 		return v.failed(err)
 	}
 	defer b.deleteStream(s)
 	payload := bytes.Repeat([]byte{'x'}, kib)
+	payloadOf := func(int) []byte { return payload }
+	if f != nil {
+		payloadOf = orderJSON
+	}
 
 	subject := s.prefix + ".fan"
 	runBare := func(when string) (bareRun, error) {
 		// As many POSTs as the bridge makes, for as long a measurement
 		// (see S1).
-		n := regs * msgs
+		n := posts
 		logf("%s: baseline %s, %s bare POSTs with the bridge's headers from 16 goroutines in a process of their own", v.name, when, count(float64(n)))
 		run, err := b.barePOSTs(ctx, n, 16, len(payload), wire{stream: s.name, subject: subject})
 		if err != nil {
@@ -656,10 +691,14 @@ func (b *bench) fanOut(ctx context.Context, v variant) result {
 		return v.failed(err)
 	}
 	err = preload(dir, regs, func(i int) cursor.Registration {
-		return cursor.Registration{NextSeq: 1, Config: cursor.Config{
+		c := cursor.Config{
 			ID: fmt.Sprintf("fan-%05d", i), Namespace: "outbox", Subject: subject,
 			URL: fmt.Sprintf("%s/r/%d", b.sink.url, i),
-		}}
+		}
+		if f != nil {
+			c.DataContentType, c.Filter = jsonContentType, f.expr(i)
+		}
+		return cursor.Registration{NextSeq: 1, Config: c}
 	})
 	if err != nil {
 		return v.failed(err)
@@ -685,6 +724,8 @@ func (b *bench) fanOut(ctx context.Context, v variant) result {
 	}
 	fetches0, _, _ := br.metric(ctx, "bridge_journal_fetches_total")
 	fetched0, _, _ := br.metric(ctx, "bridge_journal_messages_fetched_total")
+	filtered0, _, _ := br.metric(ctx, filteredSeries)
+	filterErrs0, _, _ := br.metric(ctx, filterErrorsSeries)
 	cpu0, _ := cpuTime(br.pid())
 
 	last, err := b.lastSeq(ctx, s)
@@ -692,16 +733,19 @@ func (b *bench) fanOut(ctx context.Context, v variant) result {
 		return v.failed(err)
 	}
 	r := newRun(regs, msgs, last+1, false)
+	if f != nil {
+		r = newFilteredRun(regs, msgs, last+1, f.passes)
+	}
 	b.sink.start(r)
 	start := time.Now()
-	if _, err := b.publishBacklog(ctx, s, subject, msgs, payload); err != nil {
+	if _, err := b.publishEach(ctx, s, func(int) string { return subject }, msgs, payloadOf); err != nil {
 		return v.failed(err)
 	}
 	if err := waitRun(ctx, r, v.name+" fan-out"); err != nil {
 		return v.failed(err)
 	}
 	el := time.Duration(r.last.Load() - start.UnixNano())
-	total := float64(regs * msgs)
+	total := float64(r.want())
 	rate := total / el.Seconds()
 	cpu1, _ := cpuTime(br.pid())
 	mem, _ := memoryOf(br.pid())
@@ -717,6 +761,10 @@ func (b *bench) fanOut(ctx context.Context, v variant) result {
 			baseline: "-", ratio: "-", target: "≤ 2", met: yesNo(perMsg <= 2)}
 		readsLine = fmt.Sprintf("journal requests %.0f (%.2f per message; page fetches %.0f), messages fetched %.0f (%.2f per message)",
 			reqs1-reqs0, perMsg, fetches1-fetches0, fetched1-fetched0, (fetched1-fetched0)/float64(msgs))
+	}
+	if f != nil {
+		readsLine = fmt.Sprintf("%s: %s messages, %s deliveries; %s; %s", f.label, count(float64(msgs)), count(total),
+			passedOver(ctx, br, filtered0, filterErrs0, float64(regs*msgs)-total), readsLine)
 	}
 	errLines := errorsLogged(br.logPath)
 	br.stop()

@@ -55,6 +55,13 @@ type run struct {
 	firstSeq   uint64
 	latency    bool
 
+	// passes, when set, names the deliveries the run expects: message m
+	// (from 0) is sent to registration reg only when passes(reg, m), as
+	// a filter chooses; wanted counts them. An arrival it does not name
+	// is counted in unwanted and nowhere else.
+	passes func(reg, m int) bool
+	wanted int64
+
 	arrived []atomic.Int64 // first arrival, unix nanos; 0 = not yet
 	lat     []atomic.Int64 // publish→arrival, nanos (with latency)
 	latest  []atomic.Int64 // per registration: its latest POST, unix nanos
@@ -62,6 +69,7 @@ type run struct {
 	distinct  atomic.Int64
 	total     atomic.Int64 // every 2xx-worthy POST, repeats included
 	stray     atomic.Int64 // deliveries outside the run's range
+	unwanted  atomic.Int64 // deliveries in range that passes does not name
 	singles   atomic.Int64 // POSTs carrying one event
 	batches   atomic.Int64 // POSTs carrying a CloudEvents batch
 	last      atomic.Int64 // time the last distinct delivery arrived
@@ -78,7 +86,29 @@ func newRun(regs, msgs int, firstSeq uint64, latency bool) *run {
 	return r
 }
 
-func (r *run) want() int64 { return int64(r.regs * r.msgs) }
+// newFilteredRun is newRun of the deliveries passes names.
+func newFilteredRun(regs, msgs int, firstSeq uint64, passes func(reg, m int) bool) *run {
+	r := newRun(regs, msgs, firstSeq, false)
+	r.passes = passes
+	for reg := range regs {
+		for m := range msgs {
+			if passes(reg, m) {
+				r.wanted++
+			}
+		}
+	}
+	return r
+}
+
+func (r *run) want() int64 {
+	if r.passes != nil {
+		return r.wanted
+	}
+	return int64(r.regs * r.msgs)
+}
+
+// expects says whether registration reg is to be sent message m.
+func (r *run) expects(reg, m int) bool { return r.passes == nil || r.passes(reg, m) }
 
 // record notes one event for registration reg at stream sequence seq.
 func (r *run) record(reg int, seq uint64, now time.Time, sent int64) {
@@ -91,7 +121,12 @@ func (r *run) record(reg int, seq uint64, now time.Time, sent int64) {
 		r.stray.Add(1)
 		return
 	}
-	i := reg*r.msgs + int(seq-r.firstSeq)
+	m := int(seq - r.firstSeq)
+	if !r.expects(reg, m) {
+		r.unwanted.Add(1)
+		return
+	}
+	i := reg*r.msgs + m
 	if !r.arrived[i].CompareAndSwap(0, ns) {
 		return
 	}
@@ -105,13 +140,17 @@ func (r *run) record(reg int, seq uint64, now time.Time, sent int64) {
 }
 
 // extras says how many deliveries arrived more than once (at-least-once
-// allows it; a clean run should have none) and how many fell outside the
-// run (there should be none).
+// allows it; a clean run should have none), how many fell outside the
+// run and, in a filtered run, how many a filter should have passed over
+// (there should be none of either).
 func (r *run) extras() string {
-	stray := r.stray.Load()
-	s := fmt.Sprintf("%d repeats", r.total.Load()-r.distinct.Load()-stray)
+	stray, unwanted := r.stray.Load(), r.unwanted.Load()
+	s := fmt.Sprintf("%d repeats", r.total.Load()-r.distinct.Load()-stray-unwanted)
 	if stray > 0 {
 		s += fmt.Sprintf(", %d strays", stray)
+	}
+	if r.passes != nil {
+		s += fmt.Sprintf(", %d the filters should have passed over", unwanted)
 	}
 	return s
 }
