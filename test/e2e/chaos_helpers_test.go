@@ -46,6 +46,7 @@ func newChaosDaemon(t *testing.T, extra ...string) *chaosDaemon {
 		if c.running() {
 			c.quit(t.Failed())
 		}
+		checkNoRace(t, c.all.String())
 		if t.Failed() {
 			if dir := os.Getenv("BRIDGE_E2E_LOGS"); dir != "" {
 				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("bridge-%d.log", c.cmd.Process.Pid)), []byte(c.all.String()), 0o644)

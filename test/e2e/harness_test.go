@@ -5,7 +5,10 @@
 // every goroutine's stack when the bridge was still running (it is sent
 // SIGQUIT); with BRIDGE_E2E_LOGS set to a directory, the whole output of
 // each bridge and of each nats-server of a cluster is written there too.
-// BRIDGE_SOAK=1 (make soak) runs the long drills.
+// BRIDGE_SOAK=1 (make soak) runs the long drills; BRIDGE_E2E_RACE=1
+// (make soak too) builds the bridge binary with the race detector, so a
+// race in the bridge under the drills ends its run with the report and
+// exit status 66.
 package e2e
 
 import (
@@ -20,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,8 +48,12 @@ func TestMain(m *testing.M) {
 	}
 	bin.bridge = filepath.Join(dir, "bridge")
 	bin.natsServer = filepath.Join(dir, "nats-server")
+	bridgeBuild := []string{"build", "-o", bin.bridge, "../../cmd/bridge"}
+	if os.Getenv("BRIDGE_E2E_RACE") != "" {
+		bridgeBuild = slices.Insert(bridgeBuild, 1, "-race")
+	}
 	for _, b := range [][]string{
-		{"build", "-o", bin.bridge, "../../cmd/bridge"},
+		bridgeBuild,
 		{"build", "-o", bin.natsServer, "github.com/nats-io/nats-server/v2"},
 	} {
 		cmd := exec.Command("go", b...)
@@ -110,15 +118,33 @@ func (d *daemon) launch() {
 	}
 	d.done = make(chan error, 1)
 	go func() { d.done <- d.cmd.Wait() }()
+	logs := d.logs
 	d.t.Cleanup(func() {
 		if d.cmd.ProcessState == nil {
 			_ = d.cmd.Process.Kill()
 			<-d.done
 		}
+		checkNoRace(d.t, logs.String())
 		if d.t.Failed() {
 			d.t.Logf("bridge logs:\n%s", d.logs.String())
 		}
 	})
+}
+
+// checkNoRace fails the test when a bridge's output holds a report of
+// the race detector (a binary built with BRIDGE_E2E_RACE).
+func checkNoRace(t *testing.T, out string) {
+	t.Helper()
+	const mark, rule = "WARNING: DATA RACE", "=================="
+	i := strings.Index(out, mark)
+	if i < 0 {
+		return
+	}
+	report := out[i:]
+	if end := strings.Index(report[len(mark):], rule); end >= 0 {
+		report = report[:len(mark)+end]
+	}
+	t.Errorf("the bridge reported a data race (%d reports in its output); the first:\n%s", strings.Count(out, mark), report[:min(len(report), 16<<10)])
 }
 
 // waitHealthy waits until the admin API at base answers /healthz to c.
