@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,37 +316,52 @@ func lastBytes(s string, n int) string {
 // chaosSink is a receiver that is slow and sometimes fails, like a real
 // one under load. Registrations POST to /r/<id>; it records, per
 // registration, the webhook-id and body of every request it answered 2xx,
-// in arrival order. It can also hold the next request inside the handler,
-// so a test can kill the bridge with a POST certainly in flight.
+// in arrival order, when it came and was answered, and which bridge sent
+// it when told the bridges' processes (sentBy). It can also hold the next
+// request inside the handler, so a test can kill the bridge with a POST
+// certainly in flight.
 type chaosSink struct {
 	*httptest.Server
 
 	mu       sync.Mutex
 	rng      *rand.Rand
+	minDelay time.Duration
 	maxDelay time.Duration
 	failRate float64
 	failures int
 	acked    map[string][]chaosAck // registration → acknowledged requests in arrival order
+	senders  map[int]string        // pid → name of the processes that POST
 	holdNext bool
 	held     chan struct{} // receives once a request is held
 	release  chan struct{} // closed to let held requests answer
 }
 
 type chaosAck struct {
-	id   string // webhook-id
-	body string
+	id       string    // webhook-id
+	body     string    //
+	at       time.Time // the request came (its header was read)
+	answered time.Time // recorded, just before the answer
+	from     string    // the sender's name, "" when not known
 }
 
-func newChaosSink(t *testing.T, seed uint64, maxDelay time.Duration, failRate float64) *chaosSink {
+// newChaosSink answers each POST after a delay between minDelay and
+// maxDelay, and fails it with probability failRate.
+func newChaosSink(t *testing.T, seed uint64, minDelay, maxDelay time.Duration, failRate float64) *chaosSink {
 	s := &chaosSink{
 		rng:      rand.New(rand.NewPCG(seed, 0x5eed)),
+		minDelay: minDelay,
 		maxDelay: maxDelay,
 		failRate: failRate,
 		acked:    make(map[string][]chaosAck),
+		senders:  make(map[int]string),
 		held:     make(chan struct{}, 1),
 		release:  make(chan struct{}),
 	}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connSenderKey{}, &connSender{})
+	}
+	s.Start()
 	t.Cleanup(func() {
 		s.releaseHeld()
 		s.Close()
@@ -351,13 +369,97 @@ func newChaosSink(t *testing.T, seed uint64, maxDelay time.Duration, failRate fl
 	return s
 }
 
+// sentBy tells the sink that process pid is the bridge called name.
+func (s *chaosSink) sentBy(pid int, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.senders[pid] = name
+}
+
+// connSender is, for one connection the sink accepted, the name of the
+// process at its other end once found.
+type connSender struct {
+	mu   sync.Mutex
+	name string
+}
+
+type connSenderKey struct{}
+
+// sender names the bridge that sent r, "" when it is none the sink was
+// told of. It is looked up once per connection.
+func (s *chaosSink) sender(r *http.Request) string {
+	c, _ := r.Context().Value(connSenderKey{}).(*connSender)
+	if c == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.name == "" {
+		s.mu.Lock()
+		pids := maps.Clone(s.senders)
+		s.mu.Unlock()
+		if len(pids) > 0 {
+			c.name = processOf(r.RemoteAddr, s.Listener.Addr().String(), pids)
+		}
+	}
+	return c.name
+}
+
+// processOf names, of the processes given (pid → name), the one that
+// holds the client end of the loopback TCP connection from client to
+// server: the socket /proc/net/tcp lists with those addresses, found by
+// its inode among the process's file descriptors. "" when none does.
+func processOf(client, server string, pids map[int]string) string {
+	local, err1 := procTCPAddr(client)
+	remote, err2 := procTCPAddr(server)
+	table, err3 := os.ReadFile("/proc/net/tcp")
+	if err1 != nil || err2 != nil || err3 != nil {
+		return ""
+	}
+	inode := ""
+	for line := range strings.Lines(string(table)) {
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		if f := strings.Fields(line); len(f) > 9 && f[1] == local && f[2] == remote {
+			inode = f[9]
+			break
+		}
+	}
+	if inode == "" {
+		return ""
+	}
+	link := "socket:[" + inode + "]"
+	for pid, name := range pids {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join(dir, fd.Name())); l == link {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// procTCPAddr writes an IPv4 address and port as /proc/net/tcp does:
+// the address as a little-endian word, both in upper-case hex.
+func procTCPAddr(addr string) (string, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
+		return "", fmt.Errorf("not an IPv4 address and port: %q", addr)
+	}
+	ip := ap.Addr().As4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ap.Port()), nil
+}
+
 func (s *chaosSink) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return // the bridge went away mid-request
 	}
+	from := s.sender(r)
 	s.mu.Lock()
-	delay := time.Duration(s.rng.Int64N(int64(s.maxDelay) + 1))
+	delay := s.minDelay + time.Duration(s.rng.Int64N(int64(s.maxDelay-s.minDelay)+1))
 	fail := s.rng.Float64() < s.failRate
 	s.mu.Unlock()
 	time.Sleep(delay)
@@ -387,7 +489,7 @@ func (s *chaosSink) serve(w http.ResponseWriter, r *http.Request) {
 	// whether or not the bridge lives to read the answer.
 	reg := strings.TrimPrefix(r.URL.Path, "/r/")
 	s.mu.Lock()
-	s.acked[reg] = append(s.acked[reg], chaosAck{id: r.Header.Get("Webhook-Id"), body: string(body)})
+	s.acked[reg] = append(s.acked[reg], chaosAck{id: r.Header.Get("Webhook-Id"), body: string(body), at: at, answered: time.Now(), from: from})
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -428,6 +530,22 @@ func (s *chaosSink) acks(id string) []chaosAck {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]chaosAck(nil), s.acked[id]...)
+}
+
+// ackedAround counts registration id's POSTs acknowledged in the window
+// before at, and those that came before at and were answered after it:
+// what a takeover at that moment may repeat.
+func (s *chaosSink) ackedAround(id string, at time.Time, window time.Duration) (acked, open int) {
+	for _, a := range s.acks(id) {
+		switch {
+		case a.at.After(at):
+		case a.answered.After(at):
+			open++
+		case a.answered.After(at.Add(-window)):
+			acked++
+		}
+	}
+	return acked, open
 }
 
 func (s *chaosSink) failed() int {

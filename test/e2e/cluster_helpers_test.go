@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -225,9 +227,16 @@ func (c *natsCluster) index(name string) int {
 // elected one there.
 func (c *natsCluster) streamLeader(js jetstream.JetStream, stream string) int {
 	c.t.Helper()
+	return c.streamLeaderAsking(js, stream, 2*time.Second)
+}
+
+// streamLeaderAsking is streamLeader asking every ask: a stream with no
+// leader does not answer, so ask bounds how late an election is seen.
+func (c *natsCluster) streamLeaderAsking(js jetstream.JetStream, stream string, ask time.Duration) int {
+	c.t.Helper()
 	leader := -1
 	waitFor(c.t, clusterSettle, "a leader of stream "+stream, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), ask)
 		defer cancel()
 		s, err := js.Stream(ctx, stream)
 		if err != nil {
@@ -246,6 +255,16 @@ func (c *natsCluster) streamLeader(js jetstream.JetStream, stream string) int {
 // clusterTTL is the drills' --lease-ttl: short, so takeovers take
 // seconds, yet above a NATS election on this machine.
 const clusterTTL = 2 * time.Second
+
+// clusterFlush is the drills' --flush-interval (the default), and
+// clusterSinkMinDelay the least time their receiver takes to answer: so
+// a registration is acknowledged at most clusterFlush/clusterSinkMinDelay
+// + 1 times in a flush interval, which bounds what a takeover may repeat
+// (repeatBound).
+const (
+	clusterFlush        = 20 * time.Millisecond
+	clusterSinkMinDelay = 2 * time.Millisecond
+)
 
 // clusterToken is the --admin-token every bridge of a drill shares, as
 // docs/deployment.md asks.
@@ -269,6 +288,14 @@ type bridgeCluster struct {
 func newBridgeCluster(t *testing.T, n int) *bridgeCluster {
 	t.Helper()
 	c := newBareCluster(t)
+	c.startBridges(n)
+	return c
+}
+
+// startBridges starts n bridges, the first alone, and returns once every
+// bridge is ready.
+func (c *bridgeCluster) startBridges(n int) {
+	c.t.Helper()
 	c.launchBridge()
 	c.awaitReady(0)
 	for range n - 1 {
@@ -277,14 +304,13 @@ func newBridgeCluster(t *testing.T, n int) *bridgeCluster {
 	for i := range c.bridges {
 		c.awaitReady(i)
 	}
-	return c
 }
 
 // newBareCluster is a NATS cluster with a receiver and a client, and no
 // bridge yet.
 func newBareCluster(t *testing.T) *bridgeCluster {
 	t.Helper()
-	c := &bridgeCluster{t: t, nats: startNATSCluster(t, 3), sink: newChaosSink(t, 1, 2*time.Millisecond, 0)}
+	c := &bridgeCluster{t: t, nats: startNATSCluster(t, 3), sink: newChaosSink(t, 1, clusterSinkMinDelay, 2*clusterSinkMinDelay, 0)}
 	c.js = testutil.JetStream(t, c.nats.urls())
 	return c
 }
@@ -317,15 +343,23 @@ func (c *bridgeCluster) waitLeasesSettled() {
 func (c *bridgeCluster) launchBridge() *chaosDaemon {
 	c.t.Helper()
 	b := newChaosDaemon(c.t, "--store", "kv", "--nats-url", c.nats.urls(), "--instance", c.name(len(c.bridges)),
-		"--lease-ttl", clusterTTL.String(), "--kv-replicas", "3", "--stream", "JOURNAL", "--create-stream",
+		"--lease-ttl", clusterTTL.String(), "--flush-interval", clusterFlush.String(), "--kv-replicas", "3", "--stream", "JOURNAL", "--create-stream",
 		"--admin-token", clusterToken, "--a2a-allow-loopback")
 	// The admin clients of the tests read the token from the data dir.
 	if err := os.WriteFile(filepath.Join(b.dataDir, "admin-token"), []byte(clusterToken+"\n"), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
-	b.launch()
 	c.bridges = append(c.bridges, b)
+	c.launch(len(c.bridges) - 1)
 	return b
+}
+
+// launch starts bridge i's process and tells the receiver it is that
+// bridge.
+func (c *bridgeCluster) launch(i int) {
+	c.t.Helper()
+	c.bridges[i].launch()
+	c.sink.sentBy(c.bridges[i].cmd.Process.Pid, c.name(i))
 }
 
 func (c *bridgeCluster) name(i int) string { return fmt.Sprintf("b%d", i+1) }
@@ -342,7 +376,7 @@ func (c *bridgeCluster) awaitReady(i int) {
 // restart starts bridge i again, on its data dir, name and ports.
 func (c *bridgeCluster) restart(i int) {
 	c.t.Helper()
-	c.bridges[i].launch()
+	c.launch(i)
 	c.awaitReady(i)
 }
 
@@ -508,20 +542,27 @@ func (v clusterView) names() []string {
 // background, one every pace, until stopped, each with its body as
 // Nats-Msg-Id so a publish retried across an election is stored once.
 type feed struct {
-	quit chan struct{}
-	once sync.Once
-	done chan struct{}
-	err  error
+	prefix string
+	quit   chan struct{}
+	once   sync.Once
+	done   chan struct{}
+	err    error
+
+	mu     sync.Mutex
+	stored []time.Time // when the cluster acknowledged each message, by index
 }
 
 func (c *bridgeCluster) startFeed(prefix string, pace time.Duration) *feed {
-	f := &feed{quit: make(chan struct{}), done: make(chan struct{})}
+	f := &feed{prefix: prefix, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
 		for i := 0; ; i++ {
 			if f.err = publishOnce(c.js, "journal.e2e", fmt.Sprintf("%s%d", prefix, i)); f.err != nil {
 				return
 			}
+			f.mu.Lock()
+			f.stored = append(f.stored, time.Now())
+			f.mu.Unlock()
 			select {
 			case <-f.quit:
 				return
@@ -532,6 +573,32 @@ func (c *bridgeCluster) startFeed(prefix string, pace time.Duration) *feed {
 	// A test that fails before stop still leaves no publisher behind.
 	c.t.Cleanup(func() { f.once.Do(func() { close(f.quit) }); <-f.done })
 	return f
+}
+
+// published is how many messages the cluster has acknowledged.
+func (f *feed) published() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.stored)
+}
+
+// storedAt is when the cluster acknowledged message i, once it has.
+func (f *feed) storedAt(i int) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.stored) {
+		return time.Time{}, false
+	}
+	return f.stored[i], true
+}
+
+// index is the feed's index of a message body, -1 for another's.
+func (f *feed) index(body string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(body, f.prefix))
+	if err != nil || !strings.HasPrefix(body, f.prefix) {
+		return -1
+	}
+	return n
 }
 
 // alive fails the test when the publisher gave up: a wait for deliveries
@@ -653,4 +720,25 @@ func diffAt(got, want []string) string {
 		}
 	}
 	return fmt.Sprintf("are %d messages, the first %d in order", len(got), min(len(got), len(want)))
+}
+
+// checkRepeats fails the test for a registration that got more repeats
+// than §6 lets a takeover at moment at repeat: what was in flight or
+// acknowledged within the last --flush-interval, at most
+// repeatBound(1, clusterFlush, clusterSinkMinDelay) for a registration
+// with one POST in flight. It logs, beside each count, what the receiver
+// had unanswered at that moment and acknowledged in the interval before.
+func (c *bridgeCluster) checkRepeats(what string, repeats map[string]int, at time.Time) {
+	c.t.Helper()
+	bound := repeatBound(1, clusterFlush, clusterSinkMinDelay)
+	var seen []string
+	for _, id := range slices.Sorted(maps.Keys(repeats)) {
+		acked, open := c.sink.ackedAround(id, at, clusterFlush)
+		seen = append(seen, fmt.Sprintf("%s %d (%d in flight, %d acknowledged in the last %v)", id, repeats[id], open, acked, clusterFlush))
+		if repeats[id] > bound {
+			c.t.Errorf("%s: %s repeated %d messages, more than the %d §6 allows: what was in flight or acknowledged within the last %v",
+				what, id, repeats[id], bound, clusterFlush)
+		}
+	}
+	c.t.Logf("%s: repeats per registration (bound %d): %s", what, bound, strings.Join(seen, ", "))
 }

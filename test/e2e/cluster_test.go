@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -317,15 +318,16 @@ func (c *bridgeCluster) streamIn() *feed {
 
 // kill -9 of the bridge owning most registrations while messages stream
 // in: the others own its registrations within 2 × TTL and deliver every
-// message, first arrivals in stream order.
+// message, first arrivals in stream order, repeating at most what was in
+// flight or acknowledged within the last --flush-interval.
 func TestClusterKillNineOfBusiestBridge(t *testing.T) {
 	c, victim := newBusyCluster(t, "k9", 12)
 	f := c.streamIn()
-	c.bridges[victim].kill9()
 	killed := time.Now()
+	c.bridges[victim].kill9()
 	c.waitOwned(c.live(victim), 2*clusterTTL, c.namesBut(3, victim))
 	t.Logf("%s killed; its registrations owned by the others after %v", c.name(victim), time.Since(killed).Round(time.Millisecond))
-	c.finish(f)
+	c.checkRepeats("kill -9 of "+c.name(victim), c.finish(f), killed)
 }
 
 // SIGTERM: the bridge exits 0, its registrations have other owners
@@ -346,15 +348,42 @@ func TestClusterSIGTERMHandsOver(t *testing.T) {
 	}
 }
 
+// resumeBound is how soon after the new leader's election deliveries
+// must resume after the loss of a NATS node: 2 × --lease-ttl (§6).
+const resumeBound = 2 * clusterTTL
+
+// resumeBoundMet is the bound the default suite holds the bridges to
+// until they meet resumeBound (issue 29, item 4: the journal's tail
+// notices a lost leader by its heartbeat, not by the election). Five
+// runs on two busy cores took 2.1, 4.6, 4.8, 5.4 and 28.7 s after the
+// election; issue 29 measured 6 to 33 s after the kill.
+const resumeBoundMet = 45 * time.Second
+
+// kill -9 of the NATS node leading the journal stream, once, in the
+// default suite: every registration receives a message published after
+// the kill within resumeBoundMet of the new leader's election (the soak
+// drill below holds them to §6's resumeBound), nothing is lost, first
+// arrivals stay in stream order.
+func TestClusterResumesAfterJournalLeaderKilled(t *testing.T) {
+	c := newBridgeCluster(t, 3)
+	c.register("elect", 3)
+	f := c.streamIn()
+	c.killStreamLeader(f, "JOURNAL").check(t, resumeBoundMet)
+	c.finish(f)
+}
+
 // kill -9 of the NATS node leading the journal stream, then of the one
-// leading the registrations' bucket: deliveries resume after each
-// election, nothing is lost, first arrivals stay in stream order.
+// leading the registrations' bucket: deliveries resume within 2 × TTL
+// of each election, nothing is lost, first arrivals stay in stream
+// order. Until issue 29's item 4 lands, the resumption after the
+// journal leader's kill misses 2 × TTL in most runs, and this drill
+// fails.
 //
 // It once failed in about a third of runs: the tail of a bridge whose
 // server was killed waited forever on a replacement consumer placed on
 // that server (see journal's tailResetAttempts). It runs with `make soak`
-// only, for its length: up to a minute per kill, recovery having taken
-// 6 to 33 s after a kill in the runs since.
+// only, for its length: two kills and their recoveries, with six
+// registrations.
 func TestClusterSurvivesLossOfNATSLeaders(t *testing.T) {
 	if os.Getenv("BRIDGE_SOAK") == "" {
 		t.Skip("a drill of up to two minutes; runs under BRIDGE_SOAK=1 (make soak)")
@@ -363,42 +392,122 @@ func TestClusterSurvivesLossOfNATSLeaders(t *testing.T) {
 	c.register("lead", 6)
 	f := c.streamIn()
 	for _, stream := range []string{"JOURNAL", "KV_BRIDGE_regs"} {
-		node := c.nats.streamLeader(c.js, stream)
-		c.nats.kill9(node)
-		killed := time.Now()
-		c.nats.streamLeader(c.js, stream)
-		elected := time.Since(killed)
-		base := c.delivered()
-		waitFor(t, time.Minute, fmt.Sprintf("deliveries to resume after the kill of n%d leading %s", node+1, stream),
-			func() bool { f.alive(t); return c.delivered() >= base+30 })
-		t.Logf("n%d leading %s killed: a new leader after %v, 30 more deliveries to every registration after %v",
-			node+1, stream, elected.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
-		c.nats.restart(node)
+		l := c.killStreamLeader(f, stream)
+		l.check(t, resumeBound)
+		c.nats.restart(l.node)
 	}
 	c.finish(f)
 }
 
+// leaderLoss is what the kill -9 of the NATS node leading a stream
+// showed.
+type leaderLoss struct {
+	stream  string
+	node    int
+	killed  time.Time            // the kill
+	elected time.Time            // a new leader seen through another node
+	stored  time.Time            // the first message surely stored after the kill acknowledged
+	resumed map[string]time.Time // each registration's first POST of a message published after the kill
+}
+
+// killStreamLeader kills the node leading stream with SIGKILL while f
+// feeds the journal, watches the stream elect a new leader through a
+// client of another node (asking every 250 ms, so the election is seen
+// at most that late), and waits until every registration received a
+// message published after the kill.
+func (c *bridgeCluster) killStreamLeader(f *feed, stream string) leaderLoss {
+	c.t.Helper()
+	l := leaderLoss{stream: stream, node: c.nats.streamLeader(c.js, stream), resumed: map[string]time.Time{}}
+	watch := testutil.JetStream(c.t, fmt.Sprintf("nats://127.0.0.1:%d", c.nats.nodes[(l.node+1)%len(c.nats.nodes)].client))
+	c.nats.streamLeader(watch, stream)
+	l.killed = time.Now()
+	c.nats.kill9(l.node)
+	// Message n, the first not acknowledged once the node is dead, may
+	// have been stored before; n+1 is sent once n is acknowledged, after
+	// the kill, and stored by the new leader.
+	first := f.published() + 1
+	c.nats.streamLeaderAsking(watch, stream, 250*time.Millisecond)
+	l.elected = time.Now()
+	waitFor(c.t, time.Minute, fmt.Sprintf("every registration to receive a message published after the kill of n%d leading %s", l.node+1, stream), func() bool {
+		f.alive(c.t)
+		for _, id := range c.ids {
+			if _, ok := l.resumed[id]; ok {
+				continue
+			}
+			for _, a := range c.sink.acks(id) {
+				if f.index(a.body) >= first {
+					l.resumed[id] = a.at
+					break
+				}
+			}
+			if _, ok := l.resumed[id]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	l.stored, _ = f.storedAt(first)
+	return l
+}
+
+// check fails the test unless every registration received a message
+// published after the kill within bound of the new leader's election, or
+// of the message's being stored when the publisher came back later, and
+// logs the figures.
+func (l leaderLoss) check(t *testing.T, bound time.Duration) {
+	t.Helper()
+	from := l.elected
+	if l.stored.After(from) {
+		from = l.stored
+	}
+	var last time.Time
+	for _, id := range slices.Sorted(maps.Keys(l.resumed)) {
+		at := l.resumed[id]
+		if at.After(last) {
+			last = at
+		}
+		if late := at.Sub(from); late > bound {
+			t.Errorf("after the kill of n%d leading %s: %s received its first message published after the kill %v after the new leader was seen (and %v after the message was stored), more than %v",
+				l.node+1, l.stream, id, at.Sub(l.elected).Round(time.Millisecond), at.Sub(l.stored).Round(time.Millisecond), bound)
+		}
+	}
+	t.Logf("n%d leading %s killed: a new leader seen after %v, the first message published after the kill stored %v after it, every registration receiving one %v after the election (bound %v)",
+		l.node+1, l.stream, l.elected.Sub(l.killed).Round(time.Millisecond), l.stored.Sub(l.elected).Round(time.Millisecond),
+		last.Sub(l.elected).Round(time.Millisecond), bound)
+}
+
 // A bridge paused (SIGSTOP) past 3 × TTL loses its share to the others;
-// continued, its late writes are refused, it rejoins, and nothing is
-// lost.
+// continued, its late cursor writes are refused and counted
+// (bridge_fenced_writes_total rises), it sends no POST that repeats what
+// the new owners delivered of its lost share, it rejoins, nothing is
+// lost, and the takeover repeats at most what was in flight or
+// acknowledged within the last --flush-interval before the pause.
 func TestClusterPausedBridgeIsFencedAndRejoins(t *testing.T) {
 	c, victim := newBusyCluster(t, "stop", 9)
 	v := c.bridges[victim]
 	f := c.streamIn()
 	fencedBefore := metricSum(t, v.admin, "bridge_fenced_writes_total")
+	var lost []string
+	for id, o := range c.owners(c.live(victim)) {
+		if o == c.name(victim) {
+			lost = append(lost, id)
+		}
+	}
+	paused := time.Now()
 	if err := v.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	paused := time.Now()
 	t.Cleanup(func() { _ = v.cmd.Process.Signal(syscall.SIGCONT) })
 	c.waitOwned(c.live(victim), 2*clusterTTL, c.namesBut(3, victim))
 	time.Sleep(time.Until(paused.Add(3 * clusterTTL)))
+	continued := time.Now()
 	if err := v.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, c.name(victim)+" to rejoin GET /v1/cluster", func() bool {
 		return slices.Contains(c.cluster(c.live(victim)).names(), c.name(victim))
 	})
+	rejoined := time.Now()
 	c.waitOwners(c.live(victim), 2*clusterTTL, func(o map[string]string) string {
 		if shares(o)[c.name(victim)] == 0 {
 			return fmt.Sprintf("%s rejoined and owns nothing: %v", c.name(victim), shares(o))
@@ -408,40 +517,48 @@ func TestClusterPausedBridgeIsFencedAndRejoins(t *testing.T) {
 	if !v.running() || healthzStatus(v.admin) != http.StatusOK {
 		t.Fatalf("%s did not go on running after SIGCONT", c.name(victim))
 	}
-	t.Logf("%s paused %v; bridge_fenced_writes_total %v → %v", c.name(victim), 3*clusterTTL,
-		fencedBefore, metricSum(t, v.admin, "bridge_fenced_writes_total"))
-	c.finish(f)
+	fenced := metricSum(t, v.admin, "bridge_fenced_writes_total")
+	t.Logf("%s paused %v owning %v; bridge_fenced_writes_total %v → %v", c.name(victim), 3*clusterTTL, lost, fencedBefore, fenced)
+	if fenced <= fencedBefore {
+		t.Errorf("%s, paused past its lease with cursors to write, counted no refused write: bridge_fenced_writes_total %v → %v",
+			c.name(victim), fencedBefore, fenced)
+	}
+	c.checkRepeats(c.name(victim)+" paused", c.finish(f), paused)
+	c.checkNoStalePOST(c.name(victim), lost, continued, rejoined)
 }
 
-// A fourth bridge takes its fair share of the shards within 2 × TTL and
-// delivers registrations, and a rolling restart of all four, SIGTERM and
-// start again one by one, loses and repeats nothing.
-//
-// The bridges divide registrations, not shards: thirty registrations
-// over four bridges are within §6's bound of an equal share.
-func TestClusterJoinAndRollingRestart(t *testing.T) {
-	c := newBridgeCluster(t, 3)
-	c.register("roll", 30)
-	c.waitOwned(c.bridges[0].daemon, 2*clusterTTL, c.namesBut(3, -1))
-	f := c.streamIn()
-	c.launchBridge()
-	c.awaitReady(3)
-	c.waitLeasesSettled()
-	owners := c.waitFair(c.bridges[0].daemon, 2*clusterTTL, c.namesBut(4, -1))
-	t.Logf("after b4 joined, registrations: %v", shares(owners))
-	for i := range c.bridges {
-		if code := c.bridges[i].stop(); code != 0 {
-			t.Fatalf("%s exited %d on SIGTERM, want 0", c.name(i), code)
-		}
-		c.waitOwned(c.live(i), time.Second, c.namesBut(4, i))
-		c.restart(i)
-		c.waitLeasesSettled()
-	}
-	// A clean stop repeats nothing (§5), and neither does a hand-over to
-	// a bridge joining: shards are settled before their leases go.
-	for id, n := range c.finish(f) {
-		if n > 0 {
-			t.Errorf("%s: %d repeats in a rolling restart with SIGTERM; a clean stop repeats nothing", id, n)
+// checkNoStalePOST fails the test when bridge name, continued at
+// continued after it lost the registrations named, POSTed one of them,
+// before it rejoined (seen at rejoined), a message a receiver had
+// already acknowledged: it went on delivering a share no longer its own.
+func (c *bridgeCluster) checkNoStalePOST(name string, lost []string, continued, rejoined time.Time) {
+	c.t.Helper()
+	before, posted := 0, 0
+	for _, id := range lost {
+		acks := c.sink.acks(id)
+		for _, a := range acks {
+			switch {
+			case a.from != name:
+				continue
+			case a.at.Before(continued):
+				before++
+				continue
+			case a.at.After(rejoined):
+				continue
+			}
+			posted++
+			for _, b := range acks {
+				if b.body == a.body && b.answered.Before(a.at) {
+					c.t.Errorf("%s, continued and not yet rejoined, POSTed %s message %q %v after it was continued, acknowledged to %s %v before: it delivered a share it had lost",
+						name, id, a.body, a.at.Sub(continued).Round(time.Millisecond), b.from, a.at.Sub(b.answered).Round(time.Millisecond))
+					break
+				}
+			}
 		}
 	}
+	if before == 0 {
+		c.t.Errorf("the receiver names %s as the sender of none of the POSTs to %v before the pause: it cannot tell the bridges apart", name, lost)
+	}
+	c.t.Logf("%s POSTed %d messages to the %d registrations it then lost before its pause, %d between being continued and rejoining (%v)",
+		name, before, len(lost), posted, rejoined.Sub(continued).Round(time.Millisecond))
 }

@@ -192,7 +192,7 @@ func TestCrashKillNineLosesNothing(t *testing.T) {
 	plan := crashPlanFromEnv()
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	sink := newChaosSink(t, seed, plan.maxDelay, plan.failRate)
+	sink := newChaosSink(t, seed, 0, plan.maxDelay, plan.failRate)
 	d := newChaosDaemon(t, "--a2a-allow-loopback")
 	d.start()
 

@@ -63,6 +63,11 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// Every admin call, /metrics and /healthz read included, is bounded:
+	// a bridge that stops answering (a deadlock) fails the drill, whose
+	// cleanup then asks it for its goroutines, instead of hanging it
+	// until the suite's timeout, which runs no cleanup.
+	http.DefaultClient.Timeout = 30 * time.Second
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

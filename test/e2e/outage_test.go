@@ -493,7 +493,7 @@ func TestDataDirFull(t *testing.T) {
 	d := newChaosDaemon(t, "--nats-url", ns.url(), "--create-stream")
 	d.useDataDir(filepath.Join(fs, "data"))
 	d.start()
-	s := newChaosSink(t, 1, 0, 0)
+	s := newChaosSink(t, 1, 0, 0, 0)
 	for i := range regs {
 		id := fmt.Sprintf("r-%03d", i)
 		d.create(map[string]any{"id": id, "namespace": "outbox", "subject": "journal.>", "url": s.url(id), "start": "first"})

@@ -13,7 +13,7 @@ func positionBridge(t *testing.T) (*daemon, *chaosSink, *publisher) {
 	t.Helper()
 	d := newDaemon(t)
 	d.start()
-	return d, newChaosSink(t, 1, 0, 0), newPublisher(t, "nats://"+d.natsAddr)
+	return d, newChaosSink(t, 1, 0, 0, 0), newPublisher(t, "nats://"+d.natsAddr)
 }
 
 // waitBodies waits until registration id's receiver acknowledged n
