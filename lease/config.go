@@ -50,7 +50,9 @@ type Config struct {
 	// (a slice of Shards counts, or nil when not known yet): the split
 	// then balances registrations, not shards, so a few registrations
 	// falling into shards at random do not leave a member idle. Every
-	// member must read them from the same shared state.
+	// member must read them from the same shared state. It is called
+	// without the member's lock held, so it may wait on code that calls
+	// Owns.
 	Weights func() []int
 
 	// stalled, for tests, stops the loop without releasing anything: a

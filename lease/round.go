@@ -242,11 +242,14 @@ type write struct {
 // held before their delete is sent, so Owns is false before another
 // member can take them.
 func (m *Member) plan(names []string) []write {
+	// The split is computed before m.mu is taken: Weights reads the
+	// store's index, whose readers may wait on Owns, which takes m.mu.
+	split := m.split(names)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	want := map[int]bool{}
 	if m.memberRev != 0 {
-		want = m.split(names)
+		want = split
 	}
 	var ws []write
 	for s, h := range m.held {
