@@ -99,7 +99,8 @@ func createBucket(ctx context.Context, js jetstream.JetStream, cfg Config, name,
 }
 
 // replicasErr turns the server's refusal of too many replicas into an
-// error naming both numbers, and leaves other errors to retry.
+// error naming both numbers, and leaves other errors to retry, among
+// them a refusal from a cluster with servers enough, some not up yet.
 func replicasErr(js jetstream.JetStream, replicas int, err error) error {
 	var api *jetstream.APIError
 	if !errors.As(err, &api) {
@@ -110,6 +111,11 @@ func replicasErr(js jetstream.JetStream, replicas int, err error) error {
 	case codeReplicasNotSupported:
 	case codeInsufficientRes, codeNoSuitablePeers:
 		servers = clusterSize(js)
+		if servers >= replicas {
+			// Enough servers, one of them offline or still starting
+			// (bridges and servers starting together): wait for it.
+			return err
+		}
 	default:
 		return err
 	}
