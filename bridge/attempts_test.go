@@ -297,3 +297,34 @@ func TestResendChangesNothingOfTheRegistration(t *testing.T) {
 		t.Errorf("the log's newest attempt is %+v, want the resend", got[0])
 	}
 }
+
+// A message deleted from the stream is not resent, though the journal's
+// caches still hold it: the resend answers attempt.ErrNoMessage and POSTs
+// nothing.
+func TestResendOfADeletedMessageIsNoMessage(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, nil)
+	e.register("d", rc.URL, "journal.>")
+	seq := e.publish("journal.x", "deleted later")
+	w := e.worker()
+	e.sweep(w, t0, 10)
+	d := bridge.NewDaemon(e.db, e.reader, []*bridge.Worker{w})
+	ctx := context.Background()
+	if _, err := d.Resend(ctx, "d", seq); err != nil {
+		t.Fatalf("resend before the delete: %v", err)
+	}
+	posts := len(rc.deliveries())
+	s, err := e.js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Resend(ctx, "d", seq); !errors.Is(err, attempt.ErrNoMessage) {
+		t.Fatalf("resend after the delete: %v, want attempt.ErrNoMessage", err)
+	}
+	if got := len(rc.deliveries()); got != posts {
+		t.Fatalf("%d POSTs after the message was deleted", got-posts)
+	}
+}

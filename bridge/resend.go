@@ -15,6 +15,12 @@ type numberer interface {
 	Number(ctx context.Context, a *attempt.Attempt)
 }
 
+// storedReader reads one message from the stream itself, past any cache
+// (journal.Reader.Stored).
+type storedReader interface {
+	Stored(ctx context.Context, seq uint64) (projection.Record, bool, error)
+}
+
 // Resend POSTs journal message seq once more to registration id, now and
 // in any state — a parked registration's receiver can be tried before it
 // is unparked — and answers one attempt per POST, whatever the receiver
@@ -44,6 +50,17 @@ func (w *Worker) resend(ctx context.Context, reg *cursor.Registration, seq uint6
 	}
 	if len(page.Records) == 0 || page.Records[0].Seq != seq {
 		return nil, fmt.Errorf("%w: %d is not on %s's filter %s", attempt.ErrNoMessage, seq, reg.ID, reg.Subject)
+	}
+	if st, ok := w.journal.(storedReader); ok {
+		// The page may come from a cache that has not seen a delete:
+		// the stream itself says whether the message is still there.
+		_, found, err := st.Stored(ctx, seq)
+		if err != nil {
+			return nil, fmt.Errorf("read journal message %d for %s: %w", seq, reg.ID, err)
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %d was removed from the stream", attempt.ErrNoMessage, seq)
+		}
 	}
 	msgs, err := w.resendMessages(reg, &page.Records[0])
 	if err != nil {

@@ -401,3 +401,16 @@ func (g *msgGetter) get(ctx context.Context, req getRequest) (projection.Record,
 	g.stats.fetched.Add(1)
 	return rec, true, nil
 }
+
+// Stored reads message seq from the stream's leader, past every cache of
+// this reader: found is false once the stream no longer holds it
+// (deleted, purged, removed by its limits), however recently a cache saw
+// it. For what must not act on a removed message at all, such as a resend
+// (CONTRACT §5: the bridge's memory does not outlive the stream).
+func (r *Reader) Stored(ctx context.Context, seq uint64) (rec projection.Record, found bool, err error) {
+	rec, found, err = r.slow.get(ctx, getRequest{Seq: seq})
+	if err != nil {
+		return projection.Record{}, false, fmt.Errorf("journal: message get on stream %s at %d: %w", r.stream, seq, err)
+	}
+	return rec, found && rec.Seq == seq, nil
+}
