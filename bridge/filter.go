@@ -125,14 +125,40 @@ type screened struct {
 	lastErr          string
 }
 
-// add counts one verdict other than deliver.
+// add counts one verdict other than deliver; a removed message is counted
+// as skipped where it was found (removedFromStream), not here.
 func (s *screened) add(v verdict) {
-	if v.err == "" {
+	switch {
+	case v.removed:
+		return
+	case v.err == "":
 		s.filtered++
 		return
 	}
 	s.failed++
 	s.lastErr = v.err
+}
+
+// remover is a journal that knows which messages the stream no longer
+// holds (journal.Reader.Removed).
+type remover interface {
+	Removed(seq uint64) bool
+}
+
+// removedFromStream reports whether the stream removed seq after it was
+// read (an operator's delete, a purge, its limits), counting and logging
+// it as skipped for registration id: a page or a keyed turn may hold a
+// message longer than the stream does, and it must not be POSTed then
+// (CONTRACT §5).
+func (w *Worker) removedFromStream(id string, seq uint64) bool {
+	r, ok := w.journal.(remover)
+	if !ok || !r.Removed(seq) {
+		return false
+	}
+	w.log.Warn("journal message removed by the stream before delivery; skipping it", "registration", id, "seq", seq)
+	w.metrics.skipped(w.ns, 1)
+	w.events.skipped(id, seq, seq)
+	return true
 }
 
 // merge adds what o counted, o being the later.
@@ -145,10 +171,12 @@ func (s *screened) merge(o screened) {
 }
 
 // verdict is what a registration's filter says of one message: deliver
-// it, or pass it over (err says why, when the filter failed on it).
+// it, or pass it over (err says why, when the filter failed on it;
+// removed, when the stream no longer holds it, whatever a filter says).
 type verdict struct {
 	deliver bool
 	err     string
+	removed bool
 }
 
 // screen runs reg's filter on rec. An error means the registration
@@ -156,6 +184,9 @@ type verdict struct {
 // described, which Project would refuse too): the caller parks, as on a
 // message that cannot be projected.
 func (w *Worker) screen(reg *cursor.Registration, rec *projection.Record) (verdict, error) {
+	if w.removedFromStream(reg.ID, rec.Seq) {
+		return verdict{removed: true}, nil
+	}
 	if reg.Filter == "" {
 		return verdict{deliver: true}, nil
 	}

@@ -382,6 +382,11 @@ func (k *keyedTurn) work() {
 // post projects r and makes its POSTs, without k.mu.
 func (k *keyedTurn) post(r *keyedRec) landing {
 	w, reg := k.w, k.t.reg
+	if w.removedFromStream(reg.ID, r.rec.Seq) {
+		// Loaded before the stream removed it: passed over, as the
+		// strict drain passes it (the window moves past it).
+		return landing{r: r}
+	}
 	res, err := w.project(w.target(reg), &r.rec)
 	if err != nil {
 		reason := err.Error()

@@ -88,6 +88,24 @@ func (g *ring) clearLocked() {
 	g.epoch++
 }
 
+// drop removes the messages seqs (ascending) names: deleted from the
+// stream, they are no longer stored, so the invariant holds without them.
+func (g *ring) drop(seqs []uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held := g.recs[g.start:]
+	kept := held[:0]
+	for _, rec := range held {
+		if _, del := slices.BinarySearch(seqs, rec.Seq); del {
+			g.bytes -= recordSize(&rec)
+			continue
+		}
+		kept = append(kept, rec)
+	}
+	clear(held[len(kept):])
+	g.recs = g.recs[:g.start+len(kept)]
+}
+
 func (g *ring) liveLocked() bool { return g.running && g.hi >= g.synced }
 
 // push appends the next message from the tail. It reports false, and

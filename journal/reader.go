@@ -95,6 +95,10 @@ type StreamState struct {
 	LastSeq     uint64
 	Messages    uint64
 	AllowDirect bool
+	// Deleted counts the messages removed from inside the stream (an
+	// operator's delete, a purge by subject); the reader asks which they
+	// are when it changes.
+	Deleted uint64
 }
 
 // Stats counts the reader's work since it was created.
@@ -208,7 +212,9 @@ type Reader struct {
 	warnedSlow bool
 	closed     bool
 
-	ring      ring
+	ring ring
+	// removed is what the stream no longer holds, as of the last Info.
+	removed   atomic.Pointer[removedSet]
 	tailing   atomic.Bool
 	tailReset chan struct{}
 	// doubts counts the signs that the stream may have changed (a consumer
@@ -600,8 +606,12 @@ func (r *Reader) refresh(ctx context.Context) (StreamState, error) {
 		LastSeq:     info.State.LastSeq,
 		Messages:    info.State.Msgs,
 		AllowDirect: info.Config.AllowDirect,
+		Deleted:     uint64(info.State.NumDeleted),
 	}
 	r.apply(st)
+	if err := r.learnRemoved(ctx, s, st); err != nil {
+		return st, err
+	}
 	return st, nil
 }
 
