@@ -34,6 +34,7 @@ type storeSet struct {
 	gauges  gaugeStore
 	owner   bridge.Ownership // nil alone
 	cluster admin.Cluster    // nil alone
+	leases  func() int       // shard leases held; nil alone
 	ping    func(context.Context) error
 	metrics []prometheus.Collector
 	close   func()
@@ -131,6 +132,7 @@ func joinCluster(ctx context.Context, c *Config, js jetstream.JetStream, log *sl
 		"replicas", c.KVReplicas, "leaseTTL", c.LeaseTTL)
 	set.store, set.meta, set.gauges, set.cluster = kv, kv, kv, info
 	set.ping = kv.Ping
+	set.leases = func() int { return m.Stats().Held }
 	set.metrics = clusterMetrics(m, kv)
 	set.close = func() {
 		// The store first: its last flush must land while this bridge

@@ -161,6 +161,11 @@ type Config struct {
 	// DebugListen serves Go's /debug/pprof profiles on an address of its
 	// own; empty serves none (--debug-listen).
 	DebugListen string
+	// NATSService registers the bridge with the NATS services framework
+	// as ServiceName, so `nats micro ls|info|ping` find it, with a status
+	// endpoint on StatusSubject(instance); false registers nothing
+	// (--nats-service).
+	NATSService bool
 
 	// Logger receives the daemon's logs; nil discards them. (The command
 	// builds it from --log-format.)
@@ -211,6 +216,7 @@ func DefaultConfig() Config {
 		FlushInterval:    bridge.DefaultFlushInterval,
 		HeapFloor:        DefaultHeapFloor,
 		CEType:           "io.nats.jetstream.message",
+		NATSService:      true,
 	}
 }
 

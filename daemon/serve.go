@@ -187,6 +187,13 @@ func serve(ctx context.Context, d *Daemon) error {
 		}
 		defer stopDebug()
 	}
+	if c.NATSService {
+		stopService, err := startService(c, nc, statusSource{counts: stores.gauges.Counts, leases: stores.leases}, log)
+		if err != nil {
+			return fmt.Errorf("registering with the NATS services framework (--nats-service=false turns it off): %w", err)
+		}
+		defer stopService()
+	}
 	d.announce(ln.Addr(), adminURL, token, redactURLs(conn.url))
 	if err := daemon.Run(ctx); err != nil {
 		return err

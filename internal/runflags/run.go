@@ -72,7 +72,7 @@ func Names() map[string]string {
 		"A2AAllowHosts": "a2a-allow-hosts", "A2AAllowLoopback": "a2a-allow-loopback",
 		"MaxInFlight": "max-in-flight", "MaxAttempts": "max-attempts", "RequestTimeout": "request-timeout",
 		"FlushInterval": "flush-interval", "HeapFloor": "heap-floor", "CESource": "ce-source", "CEType": "ce-type",
-		"DebugListen": "debug-listen", "Logger": "log-format",
+		"DebugListen": "debug-listen", "NATSService": "nats-service", "Logger": "log-format",
 	}
 }
 
@@ -116,6 +116,7 @@ func New(stderr io.Writer) (*flag.FlagSet, *Settings) {
 	fs.StringVar(&c.CESource, "ce-source", "", "CloudEvents source for messages that are not CloudEvents already (default /jetstream/<stream>)")
 	fs.StringVar(&c.CEType, "ce-type", c.CEType, "CloudEvents type for messages without a ce-type header")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&c.NATSService, "nats-service", c.NATSService, "register with the NATS services framework as "+daemon.ServiceName+", found by nats micro ls|info|ping, with a status endpoint on bridge.status.<instance>")
 	fs.StringVar(&c.DebugListen, "debug-listen", "", "address for Go's /debug/pprof profiles (empty = off; never expose it publicly)")
 	return fs, s
 }

@@ -112,8 +112,8 @@ func bridgeOn(t *testing.T, n *permissionedNATS) *daemon {
 
 // A bridge with exactly the documented NATS permissions creates its
 // buckets, takes a registration (idempotently, twice), delivers a message
-// stored before it started and one published after, and stops cleanly;
-// the server refused it nothing on the way.
+// stored before it started and one published after, answers as a NATS
+// service, and stops cleanly; the server refused it nothing on the way.
 func TestDocumentedPermissionsAreEnough(t *testing.T) {
 	n := startPermissionedNATS(t, documentedPermissions(t))
 	d := bridgeOn(t, n)
@@ -138,6 +138,14 @@ func TestDocumentedPermissionsAreEnough(t *testing.T) {
 	})
 	if names, code := clusterInstances(d); code != http.StatusOK || !slices.Equal(names, []string{"permitted"}) {
 		t.Fatalf("GET /v1/cluster: %d %q, want this bridge alone", code, names)
+	}
+	// The NATS service answers an operator's nats micro ping and status
+	// request through the documented subscriptions and responses.
+	if ids := pinged(t, n.adminURL()); len(ids) != 1 {
+		t.Errorf("nats micro ping: %q, want the bridge", ids)
+	}
+	if st := statusOf(t, n.adminURL(), "permitted"); st.Instance != "permitted" || st.Registrations != 1 {
+		t.Errorf("status: %+v, want instance permitted with 1 registration", st)
 	}
 	if code := d.stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs.String())
