@@ -47,6 +47,8 @@ type DB struct {
 	queue   writeQueue
 	wb      writeBehind
 	configs *configCache
+	// tokens is every scoped access token of bucketTokens, by hash.
+	tokens *TokenIndex
 
 	stopFlusher context.CancelFunc
 	flusherDone chan struct{}
@@ -119,7 +121,13 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	tokens, err := loadTokens(bdb, path)
+	if err != nil {
+		_ = bdb.Close()
+		return nil, err
+	}
 	db := &DB{
+		tokens:  tokens,
 		bolt:    bdb,
 		path:    path,
 		now:     func() time.Time { return o.clock().UTC() },

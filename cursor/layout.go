@@ -39,6 +39,9 @@ import (
 //	idempotency    key → JSON idemRecord
 //	idem-by-age    createdAt (8 bytes BE unix nanos), key → nil
 //	meta           "schema" → schemaVersion; "u:"+key → the caller's PutMeta values
+//	tokens         token name → JSON Token (SHA-256 of the secret, never the
+//	               secret); made by the first CreateToken, outside allBuckets
+//	               (see bolttokens.go)
 //
 // A derived bucket that drifted from the rows would schedule a parked row or
 // starve an active one, so nothing else writes them.

@@ -76,7 +76,7 @@ type testCase struct {
 }
 
 func cases() []testCase {
-	return slices.Concat(opCases, readCases, writeBehindCases, windowCases, filterCases)
+	return slices.Concat(opCases, readCases, writeBehindCases, windowCases, filterCases, tokenCases)
 }
 
 // Clock is a settable clock for a store under test.

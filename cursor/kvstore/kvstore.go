@@ -2,7 +2,9 @@
 // registrations, their cursors and parking state, the admin API's
 // idempotency keys and the bridge's meta values live in replicated
 // JetStream key-value buckets (<prefix>_regs, <prefix>_idem,
-// <prefix>_meta), so any bridge can die without taking state with it.
+// <prefix>_meta), so any bridge can die without taking state with it; the
+// scoped access tokens of the admin API live beside them in
+// <prefix>_tokens (see tokenSet).
 //
 // Every write is a compare-and-set on the key's revision (Create for a new
 // key, Update or Delete with the revision this store last saw otherwise):
@@ -84,6 +86,7 @@ const maxAttempts = 16
 // across I/O.
 type Store struct {
 	regs, idem, meta jetstream.KeyValue
+	tokens           *tokenSet
 	now              func() time.Time
 	log              *slog.Logger
 	flushConcurrency int
@@ -227,7 +230,12 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 			return nil, fmt.Errorf("kvstore: bucket %s (%d replicas): %w", cfg.Bucket, o.replicas, err)
 		}
 	}
+	tcfg := jetstream.KeyValueConfig{Bucket: o.prefix + "_tokens", History: 1, Replicas: o.replicas}
+	if s.tokens, err = openTokens(ctx, js, tcfg, s.log); err != nil {
+		return nil, err
+	}
 	if err := s.startWatch(ctx); err != nil {
+		s.tokens.close()
 		return nil, err
 	}
 	if o.flushInterval > 0 {
@@ -356,6 +364,7 @@ func (s *Store) Close() error {
 		s.closing.Store(true)
 		s.stopWatch()
 		<-s.watchDone
+		s.tokens.close()
 		s.closeErr = err
 	})
 	return s.closeErr
@@ -372,6 +381,7 @@ func (s *Store) closeWithoutFlush() {
 		s.closing.Store(true)
 		s.stopWatch()
 		<-s.watchDone
+		s.tokens.close()
 	})
 }
 

@@ -1,0 +1,188 @@
+package kvstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/cursor"
+)
+
+var _ cursor.Tokens = (*Store)(nil)
+
+// tokenSet keeps the scoped access tokens of the bucket <prefix>_tokens
+// (key: the encoded name, value: JSON cursor.Token) in an in-memory index,
+// fed by a watch of the bucket and by this store's own writes, so a token
+// made or revoked through any bridge is found or refused by every other
+// within cursor.LookupLag — in practice the watch's few milliseconds.
+//
+// Writes and the watch may deliver one change in either order, so the
+// index takes a put only at a revision newer than what it holds for the
+// name, and a name this store deleted keeps a tombstone (the revision it
+// had) until the watch passes the delete: a late watch event of the old
+// token can never bring a revoked one back.
+type tokenSet struct {
+	kv  jetstream.KeyValue
+	idx *cursor.TokenIndex
+	log *slog.Logger
+
+	mu    sync.Mutex
+	revs  map[string]uint64
+	tombs map[string]uint64
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// openTokens binds the bucket and waits until the watch has read every
+// token stored.
+func openTokens(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, log *slog.Logger) (*tokenSet, error) {
+	kv, err := openBucket(ctx, js, cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("kvstore: bucket %s (%d replicas): %w", cfg.Bucket, cfg.Replicas, err)
+	}
+	ts := &tokenSet{kv: kv, idx: cursor.NewTokenIndex(), log: log,
+		revs: map[string]uint64{}, tombs: map[string]uint64{}, done: make(chan struct{})}
+	wctx, cancel := context.WithCancel(context.Background())
+	w, err := kv.WatchAll(wctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("kvstore: watch %s: %w", kv.Bucket(), err)
+	}
+	ts.stop = cancel
+	ready := make(chan struct{})
+	go ts.run(w, ready)
+	select {
+	case <-ready:
+		return ts, nil
+	case <-ctx.Done():
+		ts.close()
+		return nil, fmt.Errorf("kvstore: read %s: %w", kv.Bucket(), ctx.Err())
+	}
+}
+
+func (ts *tokenSet) run(w jetstream.KeyWatcher, ready chan struct{}) {
+	defer close(ts.done)
+	defer func() { _ = w.Stop() }()
+	initial := true
+	for e := range w.Updates() {
+		if e == nil {
+			if initial {
+				close(ready)
+				initial = false
+			}
+			continue
+		}
+		name, err := decodeKey(e.Key())
+		if err != nil {
+			ts.log.Error("kvstore: a key of the tokens bucket is not a token name; skipped", "bucket", ts.kv.Bucket(), "error", err)
+			continue
+		}
+		if e.Operation() != jetstream.KeyValuePut {
+			ts.forget(name, e.Revision())
+			continue
+		}
+		var t cursor.Token
+		if err := json.Unmarshal(e.Value(), &t); err != nil {
+			ts.log.Error("kvstore: a token is unreadable; skipped", "name", name, "error", err)
+			continue
+		}
+		ts.learn(t, e.Revision())
+	}
+}
+
+func (ts *tokenSet) close() {
+	ts.stop()
+	<-ts.done
+}
+
+// learn indexes t at rev unless the index holds that revision or a newer
+// one, or this store deleted it since.
+func (ts *tokenSet) learn(t cursor.Token, rev uint64) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if rev <= ts.tombs[t.Name] || rev <= ts.revs[t.Name] {
+		return
+	}
+	ts.revs[t.Name] = rev
+	ts.idx.Put(t)
+}
+
+// forget drops name for a delete at rev.
+func (ts *tokenSet) forget(name string, rev uint64) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.tombs[name] < rev {
+		delete(ts.tombs, name)
+	}
+	if ts.revs[name] < rev {
+		delete(ts.revs, name)
+		ts.idx.Remove(name)
+	}
+}
+
+// CreateToken stores t; a name taken through any bridge is
+// cursor.ErrTokenExists.
+func (s *Store) CreateToken(ctx context.Context, t cursor.Token) error {
+	v, err := json.Marshal(&t)
+	if err != nil {
+		return fmt.Errorf("kvstore: encode token %q: %w", t.Name, err)
+	}
+	rev, err := s.tokens.kv.Create(ctx, encodeKey(t.Name), v)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return cursor.ErrTokenExists
+	case err != nil:
+		return unavailable(fmt.Errorf("kvstore: create token %q: %w", t.Name, err))
+	}
+	s.tokens.learn(t, rev)
+	return nil
+}
+
+// ListTokens returns every token in name order, as the index has them.
+func (s *Store) ListTokens(ctx context.Context) ([]cursor.Token, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.tokens.idx.All(), nil
+}
+
+// DeleteToken removes the token named name from the bucket. This store
+// refuses it from before the delete is sent; the others when their watch
+// brings the delete.
+func (s *Store) DeleteToken(ctx context.Context, name string) (bool, error) {
+	ts := s.tokens
+	key := encodeKey(name)
+	e, err := ts.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return ts.drop(name, 0), nil
+	case err != nil:
+		return false, unavailable(fmt.Errorf("kvstore: read token %q: %w", name, err))
+	}
+	ts.drop(name, e.Revision())
+	if err := ts.kv.Delete(ctx, key); err != nil {
+		return false, unavailable(fmt.Errorf("kvstore: delete token %q: %w", name, err))
+	}
+	return true, nil
+}
+
+// drop takes name out of the index and keeps a tombstone at rev.
+func (ts *tokenSet) drop(name string, rev uint64) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.tombs[name] = max(ts.tombs[name], rev, ts.revs[name])
+	delete(ts.revs, name)
+	return ts.idx.Remove(name)
+}
+
+// LookupToken answers from memory.
+func (s *Store) LookupToken(sum [sha256.Size]byte) (cursor.Token, bool) {
+	return s.tokens.idx.Lookup(sum)
+}
