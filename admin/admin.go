@@ -84,8 +84,11 @@ type Options struct {
 	Attempts Attempts
 	// Resender serves POST /v1/registrations/{id}/resend.
 	Resender Resender
-	// Events is told of registrations created, deleted and unparked;
-	// nil publishes nothing.
+	// Tokens keeps the scoped access tokens (CONTRACT §14); nil takes
+	// Store's when it keeps them, and otherwise only Token is accepted.
+	Tokens cursor.Tokens
+	// Events is told of registrations created, deleted and unparked, and
+	// of tokens created and revoked; nil publishes nothing.
 	Events Events
 	// Metrics is served at /metrics without a token; nil answers 404.
 	Metrics http.Handler
@@ -116,10 +119,12 @@ type server struct {
 	// keeps the comparison constant-time in the token's length too.
 	tokenSum [sha256.Size]byte
 	hasToken bool
-	ready    func(ctx context.Context) error
-	metrics  http.Handler
-	log      *slog.Logger
-	now      func() time.Time
+	// tokens finds the scoped tokens; nil when the store keeps none.
+	tokens  cursor.Tokens
+	ready   func(ctx context.Context) error
+	metrics http.Handler
+	log     *slog.Logger
+	now     func() time.Time
 }
 
 // New returns the admin API as one handler. It panics when Store, Journal
@@ -147,10 +152,14 @@ func New(opts Options) http.Handler {
 		events:    opts.Events,
 		tokenSum:  sha256.Sum256([]byte(opts.Token)),
 		hasToken:  opts.Token != "",
+		tokens:    opts.Tokens,
 		ready:     opts.Ready,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
 		now:       opts.Clock,
+	}
+	if s.tokens == nil {
+		s.tokens, _ = opts.Store.(cursor.Tokens)
 	}
 	s.bounds = &freshBounds{journal: opts.Journal, head: s.head}
 	if s.log == nil {

@@ -101,7 +101,12 @@ func (s *server) sequenceAttempts(w http.ResponseWriter, r *http.Request) error 
 		if err != nil {
 			return fmt.Errorf("reading the attempts for sequence %d: %w", seq, err)
 		}
-		out.Attempts = append(out.Attempts, got...)
+		c := callerOf(r.Context())
+		for _, a := range got {
+			if c.sees(a.Registration) {
+				out.Attempts = append(out.Attempts, a)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -138,7 +143,7 @@ func (s *server) resend(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return storeError(err, id, "resending")
 	}
-	s.audit(r, "journal message resent", id)
+	s.auditID(r, "journal message resent", id)
 	if len(got) == 1 {
 		writeJSON(w, http.StatusOK, got[0])
 		return nil

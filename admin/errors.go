@@ -15,6 +15,7 @@ import (
 const (
 	codeInvalidArgument     = "invalid_argument"
 	codeUnauthenticated     = "unauthenticated"
+	codePermissionDenied    = "permission_denied"
 	codeNotFound            = "not_found"
 	codeAlreadyExists       = "already_exists"
 	codeFailedPrecondition  = "failed_precondition"

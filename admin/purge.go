@@ -36,11 +36,10 @@ func (s *server) purge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("purging completed registrations: %w", err)
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "purged completed registrations",
+	s.audit(r, "purged completed registrations",
 		slog.Int64("registrations", report.RegistrationsDeleted),
 		slog.Int64("idempotencyKeys", report.IdempotencyKeysDeleted),
-		slog.Int("batches", report.Batches), slog.Bool("complete", report.Complete),
-		slog.String("remote", r.RemoteAddr))
+		slog.Int("batches", report.Batches), slog.Bool("complete", report.Complete))
 	writeJSON(w, http.StatusOK, report)
 	return nil
 }

@@ -34,6 +34,9 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if c := callerOf(ctx); !c.sees(req.ID) || (req.ID == "" && c.prefix != "") {
+		return invalid("id must start with %q: token %q reaches only the registrations whose id does", c.prefix, c.name)
+	}
 	idem, err := s.idempotency(r, body)
 	if err != nil {
 		return err
@@ -54,7 +57,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 		return storeError(err, reg.ID, "storing the registration")
 	}
 	if fresh {
-		s.announce(events.Created, stored)
+		s.announce(r, events.Created, stored)
 	}
 	if len(answer) == 0 { // no idempotency key: nothing was rendered yet
 		if answer, err = s.renderCreated(stored); err != nil {
@@ -64,7 +67,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	if stored.ID != "" { // zero when a replayed key's registration was deleted since
 		w.Header().Set("Location", registrationPath(stored.ID))
 		s.wake(stored.ID)
-		s.audit(r, "registration created", stored.ID)
+		s.auditID(r, "registration created", stored.ID)
 	}
 	writeRaw(w, http.StatusCreated, answer)
 	return nil
@@ -125,6 +128,11 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	opt, err := listOptions(r)
 	if err != nil {
 		return err
+	}
+	var overlaps bool
+	if opt.Prefix, overlaps = callerOf(r.Context()).narrow(opt.Prefix); !overlaps {
+		writeJSON(w, http.StatusOK, Page{Registrations: []Registration{}})
+		return nil
 	}
 	rows, next, err := s.store.List(r.Context(), opt)
 	if err != nil {
@@ -216,7 +224,7 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) error {
 		return storeError(err, id, "replacing the registration")
 	}
 	s.wake(id)
-	s.audit(r, "registration replaced", id)
+	s.auditID(r, "registration replaced", id)
 	return s.writeRegistration(w, reg)
 }
 
@@ -269,9 +277,9 @@ func (s *server) delete(w http.ResponseWriter, r *http.Request) error {
 		if err := s.store.Delete(r.Context(), id); err != nil {
 			return storeError(err, id, "deleting the registration")
 		}
-		s.audit(r, "registration deleted", id)
+		s.auditID(r, "registration deleted", id)
 		if getErr == nil {
-			s.announce(events.Deleted, was)
+			s.announce(r, events.Deleted, was)
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -296,9 +304,9 @@ func (s *server) unpark(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errorf(http.StatusConflict, codeFailedPrecondition, "registration %q is %s, not parked", id, reg.State)
 	}
-	s.announce(events.Unparked, reg)
+	s.announce(r, events.Unparked, reg)
 	s.wake(id)
-	s.audit(r, "registration unparked", id)
+	s.auditID(r, "registration unparked", id)
 	return s.writeRegistration(w, reg)
 }
 
@@ -325,7 +333,7 @@ func (s *server) rewind(w http.ResponseWriter, r *http.Request) error {
 		return storeError(err, id, "rewinding the registration")
 	}
 	s.wake(id)
-	s.audit(r, "registration rewound", id, slog.Uint64("nextSeq", seq))
+	s.auditID(r, "registration rewound", id, slog.Uint64("nextSeq", seq))
 	return s.writeRegistration(w, reg)
 }
 
@@ -356,16 +364,23 @@ func (s *server) writeRegistration(w http.ResponseWriter, reg cursor.Registratio
 	return nil
 }
 
-// audit logs a change an operator made; it names the registration and
-// never its configuration, which holds secrets.
-// announce publishes an operator's change as an operational event.
-func (s *server) announce(kind events.Kind, r cursor.Registration) {
+// announce publishes an operator's change as an operational event,
+// naming the caller as its actor.
+func (s *server) announce(r *http.Request, kind events.Kind, reg cursor.Registration) {
 	if s.events != nil {
-		s.events.Publish(events.Event{Kind: kind, At: s.now(), Registration: r.ID, Row: &r})
+		s.events.Publish(events.Event{Kind: kind, At: s.now(), Registration: reg.ID, Row: &reg, Actor: callerOf(r.Context()).name})
 	}
 }
 
-func (s *server) audit(r *http.Request, msg, id string, attrs ...slog.Attr) {
-	attrs = append(attrs, slog.String("id", id), slog.String("remote", r.RemoteAddr))
+// audit logs a change an operator made, with the name of the token that
+// made it (never the token); it names the registration and never its
+// configuration, which holds secrets.
+func (s *server) audit(r *http.Request, msg string, attrs ...slog.Attr) {
+	attrs = append(attrs, slog.String("actor", callerOf(r.Context()).name), slog.String("remote", r.RemoteAddr))
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, msg, attrs...)
+}
+
+// auditID is audit of a change to the registration id.
+func (s *server) auditID(r *http.Request, msg, id string, attrs ...slog.Attr) {
+	s.audit(r, msg, append(attrs, slog.String("id", id))...)
 }

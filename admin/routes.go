@@ -1,8 +1,7 @@
 package admin
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,41 +13,62 @@ import (
 // the error into the JSON error answer, so no handler writes one itself.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// route is one entry of the table. access says who may call it; gate
+// enforces it for every route but the public ones.
 type route struct {
 	method, path string
+	access       access
 	h            http.Handler
+}
+
+// table is every route the API serves.
+func (s *server) table() []route {
+	return []route{
+		{"POST", "/v1/registrations", write, s.serve(s.create)},
+		{"GET", "/v1/registrations", read, s.serve(s.list)},
+		{"GET", "/v1/registrations/{id}", read, s.serve(s.get)},
+		{"PUT", "/v1/registrations/{id}", write, s.serve(s.replace)},
+		{"DELETE", "/v1/registrations/{id}", write, s.serve(s.delete)},
+		{"POST", "/v1/registrations/{id}/unpark", write, s.serve(s.unpark)},
+		{"POST", "/v1/registrations/{id}/rewind", write, s.serve(s.rewind)},
+		{"GET", "/v1/registrations/{id}/attempts", read, s.serve(s.registrationAttempts)},
+		{"POST", "/v1/registrations/{id}/resend", write, s.serve(s.resend)},
+		{"GET", "/v1/attempts", read, s.serve(s.sequenceAttempts)},
+		{"POST", "/v1/purge", rootOnly, s.serve(s.purge)},
+		{"GET", "/v1/cluster", rootOnly, s.serve(s.cluster)},
+		{"POST", "/v1/tokens", rootOnly, s.serve(s.createToken)},
+		{"GET", "/v1/tokens", rootOnly, s.serve(s.listTokens)},
+		{"DELETE", "/v1/tokens/{name}", rootOnly, s.serve(s.revokeToken)},
+		{"GET", "/v1/whoami", read, s.serve(s.whoami)},
+		{"GET", "/healthz", public, s.serve(s.healthz)},
+		{"GET", "/readyz", public, s.serve(s.readyz)},
+		{"GET", "/metrics", public, s.serve(s.serveMetrics)},
+		// The console is static and loads without a token; everything it
+		// shows it asks of /v1 with the token the operator types.
+		{"GET", "/console/", public, http.StripPrefix("/console", console.Handler())},
+		{"GET", "/console", public, http.RedirectHandler("/console/", http.StatusMovedPermanently)},
+	}
 }
 
 // routes builds the mux. Every path also gets a method-less fallback, so
 // a wrong method is a JSON 405 with an Allow header, and unknown paths are
-// a JSON 404 — a client never has to parse a plain-text error.
-func (s *server) routes() http.Handler {
-	v1 := func(h handlerFunc) http.Handler { return s.serve(s.authenticated(h)) }
-	table := []route{
-		{"POST", "/v1/registrations", v1(s.create)},
-		{"GET", "/v1/registrations", v1(s.list)},
-		{"GET", "/v1/registrations/{id}", v1(s.get)},
-		{"PUT", "/v1/registrations/{id}", v1(s.replace)},
-		{"DELETE", "/v1/registrations/{id}", v1(s.delete)},
-		{"POST", "/v1/registrations/{id}/unpark", v1(s.unpark)},
-		{"POST", "/v1/registrations/{id}/rewind", v1(s.rewind)},
-		{"GET", "/v1/registrations/{id}/attempts", v1(s.registrationAttempts)},
-		{"POST", "/v1/registrations/{id}/resend", v1(s.resend)},
-		{"GET", "/v1/attempts", v1(s.sequenceAttempts)},
-		{"POST", "/v1/purge", v1(s.purge)},
-		{"GET", "/v1/cluster", v1(s.cluster)},
-		{"GET", "/healthz", s.serve(s.healthz)},
-		{"GET", "/readyz", s.serve(s.readyz)},
-		{"GET", "/metrics", s.serve(s.serveMetrics)},
-		// The console is static and loads without a token; everything it
-		// shows it asks of /v1 with the token the operator types.
-		{"GET", "/console/", http.StripPrefix("/console", console.Handler())},
-		{"GET", "/console", http.RedirectHandler("/console/", http.StatusMovedPermanently)},
-	}
+// a JSON 404 — a client never has to parse a plain-text error. It panics
+// on a /v1 route that declares no access: a wiring mistake, found at
+// startup and by every test.
+func (s *server) routes() http.Handler { return s.serveTable(s.table()) }
+
+func (s *server) serveTable(table []route) http.Handler {
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
 	for _, rt := range table {
-		mux.Handle(rt.method+" "+rt.path, rt.h)
+		h := rt.h
+		switch {
+		case rt.access == undeclared:
+			panic(fmt.Sprintf("admin: route %s %s declares no access", rt.method, rt.path))
+		case rt.access != public:
+			h = s.gate(rt.access, rt.path, h)
+		}
+		mux.Handle(rt.method+" "+rt.path, h)
 		allowed[rt.path] = append(allowed[rt.path], rt.method)
 	}
 	for path, methods := range allowed {
@@ -56,21 +76,20 @@ func (s *server) routes() http.Handler {
 			methods = append(methods, "HEAD")
 		}
 		allow := strings.Join(methods, ", ")
-		wrong := func(w http.ResponseWriter, _ *http.Request) error {
+		wrong := s.serve(func(w http.ResponseWriter, _ *http.Request) error {
 			w.Header().Set("Allow", allow)
 			return errorf(http.StatusMethodNotAllowed, codeMethodNotAllowed, "method not allowed; use %s", allow)
-		}
-		h := s.serve(wrong)
+		})
 		if strings.HasPrefix(path, "/v1/") {
-			h = v1(wrong)
+			wrong = s.gate(read, "", wrong)
 		}
-		mux.Handle(path, h)
+		mux.Handle(path, wrong)
 	}
-	notFound := func(_ http.ResponseWriter, r *http.Request) error {
+	notFound := s.serve(func(_ http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, codeNotFound, "no such endpoint: %s", r.URL.Path)
-	}
-	mux.Handle("/v1/", v1(notFound))
-	mux.Handle("/", s.serve(notFound))
+	})
+	mux.Handle("/v1/", s.gate(read, "", notFound))
+	mux.Handle("/", notFound)
 	return mux
 }
 
@@ -81,33 +100,4 @@ func (s *server) serve(h handlerFunc) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
-}
-
-// authenticated admits requests that carry the bearer token. It runs
-// before the body is read, so an unauthenticated caller learns nothing
-// about validation.
-func (s *server) authenticated(h handlerFunc) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.authenticate(r); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="bridge"`)
-			return err
-		}
-		return h(w, r)
-	}
-}
-
-func (s *server) authenticate(r *http.Request) error {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return errorf(http.StatusUnauthorized, codeUnauthenticated, "missing Authorization header; send Authorization: Bearer <admin token>")
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return errorf(http.StatusUnauthorized, codeUnauthenticated, "Authorization header must use the Bearer scheme")
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 || !s.hasToken {
-		return errorf(http.StatusUnauthorized, codeUnauthenticated, "bearer token is not valid")
-	}
-	return nil
 }

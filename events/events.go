@@ -42,6 +42,11 @@ const (
 	Completed Kind = "registration.completed"
 	Skipped   Kind = "journal.skipped"
 	Recreated Kind = "journal.recreated"
+	// TokenCreated and TokenRevoked tell of the admin API's scoped access
+	// tokens (CONTRACT §14); their data is the token's name, scope and
+	// role, never the token or its hash.
+	TokenCreated Kind = "token.created"
+	TokenRevoked Kind = "token.revoked"
 )
 
 const (
@@ -82,6 +87,11 @@ type Event struct {
 	// or the store no longer does (deleted: as it was before).
 	Row     *cursor.Registration
 	Journal *Journal
+	// Token is the token of a token event; its Hash is never published.
+	Token *cursor.Token
+	// Actor names who caused the event through the admin API: a scoped
+	// token's name, or "root"; empty for the bridge's own events.
+	Actor string
 }
 
 // Journal is the data of a journal event.
@@ -324,16 +334,24 @@ func (p *Publisher) render(e Event) (string, []byte, error) {
 		return "", nil, err
 	}
 	natsSubject := p.cfg.Prefix + "." + string(e.Kind)
-	if e.Journal == nil {
+	switch {
+	case e.Token != nil:
+		natsSubject += "." + e.Token.Name
+	case e.Journal == nil:
 		natsSubject += "." + e.Registration
 	}
 	return natsSubject, body, nil
 }
 
 // data is e's CloudEvents data and subject: the registration as the API
-// shows it, with seq for the kinds about one message; or the journal
-// event's.
+// shows it, with seq for the kinds about one message and the actor of an
+// admin call; or the journal event's, or the token event's.
 func (p *Publisher) data(e Event) (json.RawMessage, string, error) {
+	if e.Token != nil {
+		b, err := json.Marshal(tokenData{Name: e.Token.Name, IDPrefix: e.Token.IDPrefix, Role: string(e.Token.Role),
+			CreatedAt: e.Token.CreatedAt.UTC(), ExpiresAt: e.Token.ExpiresAt, Actor: e.Actor})
+		return b, e.Token.Name, err
+	}
 	if e.Journal != nil {
 		j := *e.Journal
 		if j.Stream == "" {
@@ -354,16 +372,32 @@ func (p *Publisher) data(e Event) (json.RawMessage, string, error) {
 		row = &r
 	}
 	b, err := json.Marshal(p.cfg.View(*row))
-	if err != nil || e.Seq == 0 {
+	if err != nil || (e.Seq == 0 && e.Actor == "") {
 		return b, e.Registration, err
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(b, &members); err != nil {
 		return nil, "", err
 	}
-	members["seq"], _ = json.Marshal(e.Seq)
+	if e.Seq != 0 {
+		members["seq"], _ = json.Marshal(e.Seq)
+	}
+	if e.Actor != "" {
+		members["actor"], _ = json.Marshal(e.Actor)
+	}
 	b, err = json.Marshal(members)
 	return b, e.Registration, err
+}
+
+// tokenData is what a token event tells of the token: never the token
+// nor its hash.
+type tokenData struct {
+	Name      string    `json:"name"`
+	IDPrefix  string    `json:"idPrefix"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	Actor     string    `json:"actor,omitempty"`
 }
 
 // drop counts a lost event and says so at most once a minute.

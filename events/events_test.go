@@ -185,3 +185,28 @@ func TestAnEventOfARegistrationGoneIsDroppedAndCounted(t *testing.T) {
 		t.Fatalf("bridge_events_dropped_total = %v (%v), want 1", m.GetCounter().GetValue(), err)
 	}
 }
+
+// An admin call's event names its actor; a token event shows the token's
+// name, scope and role, never its hash.
+func TestAdminEventsNameTheirActorAndTokenEventsHideTheHash(t *testing.T) {
+	f := newFixture(t)
+	was := cursor.Registration{Config: cursor.Config{ID: "team-a-1"}, State: cursor.Active}
+	f.pub.Publish(events.Event{Kind: events.Deleted, Registration: "team-a-1", Row: &was, Actor: "team-a-ops"})
+	m, _, data := f.next(t)
+	if m.Subject != "ops.registration.deleted.team-a-1" || data["actor"] != "team-a-ops" || data["id"] != "team-a-1" {
+		t.Fatalf("%s: %v", m.Subject, data)
+	}
+	tok := cursor.Token{Name: "team-a-ops", IDPrefix: "team-a-", Role: cursor.Operator, CreatedAt: time.Unix(1, 0),
+		Hash: []byte("0123456789abcdef0123456789abcdef")}
+	f.pub.Publish(events.Event{Kind: events.TokenRevoked, Token: &tok, Actor: "root"})
+	m, ce, data := f.next(t)
+	if m.Subject != "ops.token.revoked.team-a-ops" || ce["type"] != "io.jetstream-bridge.token.revoked" || ce["subject"] != "team-a-ops" {
+		t.Fatalf("%s: %v", m.Subject, ce)
+	}
+	if data["name"] != "team-a-ops" || data["idPrefix"] != "team-a-" || data["role"] != "operator" || data["actor"] != "root" || len(data) != 5 {
+		t.Fatalf("data = %v", data)
+	}
+	if strings.Contains(string(m.Data), "hash") || strings.Contains(string(m.Data), "MDEyMzQ1") {
+		t.Fatalf("the event shows the token's hash: %s", m.Data)
+	}
+}
