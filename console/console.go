@@ -1,5 +1,5 @@
-// Package console serves the operator's console: three static files that
-// ask for the admin token and then drive the admin API from the browser,
+// Package console serves the operator's console: four static files that
+// ask for a token and then drive the admin API from the browser,
 // with the same calls and the same token a script uses, so the console can
 // do nothing the API does not allow.
 //

@@ -37,6 +37,7 @@ func TestEveryAnswerForbidsWhatTheConsoleNeverDoes(t *testing.T) {
 	}{
 		{"/", "200 OK", "text/html; charset=utf-8", `<input type="password"`},
 		{"/console.js", "200 OK", "text/javascript; charset=utf-8", "'use strict'"},
+		{"/chart.js", "200 OK", "text/javascript; charset=utf-8", "export function drawHistory"},
 		{"/console.css", "200 OK", "text/css; charset=utf-8", "@media"},
 		{"/nothing.js", "404 Not Found", "text/plain; charset=utf-8", "not found"},
 	} {
@@ -105,11 +106,16 @@ func TestPageHoldsNoInlineCodeAndScriptWritesNoMarkup(t *testing.T) {
 			t.Errorf("index.html holds %q", m)
 		}
 	}
-	_, script := get(t, srv, "/console.js")
-	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(",
-		"localStorage", "document.cookie", ".style."} {
-		if strings.Contains(script, bad) {
-			t.Errorf("console.js uses %s", bad)
+	for _, name := range []string{"console.js", "chart.js"} {
+		res, script := get(t, srv, "/"+name)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET /%s: %s", name, res.Status)
+		}
+		for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(",
+			"localStorage", "document.cookie", ".style.", "'style'"} {
+			if strings.Contains(script, bad) {
+				t.Errorf("%s uses %s", name, bad)
+			}
 		}
 	}
 }

@@ -9,12 +9,20 @@
 //   tab and is sent only in the Authorization header of /v1 calls.
 // - Views poll the API every POLL_MS, so changes any client makes show
 //   within a few seconds; each view's polling stops when it is left.
+// - A button shows only when the signed-in token's role may use it
+//   (GET /v1/whoami); the API still decides, and a refusal is shown.
 'use strict';
 
-(() => {
+import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.js';
+
+{
   const POLL_MS = 2500;
   const PAGE = 100;
   const ATTEMPTS = 50;
+  // HISTORY is how many attempts the picture reads at most: an hour of a
+  // registration retrying every second fits, and one page answers it.
+  const HISTORY = 1000;
+  const HOUR_MS = 60 * 60 * 1000;
   const TOKEN_KEY = 'bridge.console.token';
 
   const $ = (id) => document.getElementById(id);
@@ -33,6 +41,13 @@
     // shown is the id of the registration's page on screen.
     shown: '',
     notice: '',
+    // who is the signed-in token as GET /v1/whoami answers it: name, role
+    // (root, operator or viewer) and idPrefix; null until known.
+    who: null,
+    // history is the attempts of the registration shown over the last
+    // hour, newest first, kept between polls so each poll reads only
+    // what is new.
+    history: { id: '', attempts: [] },
   };
 
   // APIError is a refused call: its HTTP status (0 when none came), the
@@ -139,7 +154,10 @@
   function signOut(message) {
     stopPolling();
     ui.token = '';
+    ui.who = null;
+    ui.history = { id: '', attempts: [] };
     sessionStorage.removeItem(TOKEN_KEY);
+    showIdentity();
     for (const id of ['parked', 'rest', 'attempts']) {
       $(id).tBodies[0].replaceChildren();
     }
@@ -161,7 +179,7 @@
     }
     ui.token = token;
     try {
-      await api('GET', '/v1/registrations?limit=1');
+      await identify();
     } catch (e) {
       if (e.status !== 401) {
         ui.token = '';
@@ -180,11 +198,64 @@
   // Routing: #/ is the list, #/r/<id> a registration's page, so Back
   // returns from one to the other.
 
-  function route() {
+  // identify asks the API which token is signed in. A bridge without
+  // GET /v1/whoami has only its root token, so its 404 (answered after
+  // the token was accepted) means root.
+  async function identify() {
+    let who;
+    try {
+      who = (await api('GET', '/v1/whoami')).data;
+    } catch (e) {
+      if (e.status !== 404) {
+        throw e;
+      }
+      who = { name: 'root', role: 'root', idPrefix: '' };
+    }
+    ui.who = who;
+    showIdentity();
+  }
+
+  // canWrite says whether the signed-in role may change registrations:
+  // root and operator may, a viewer only reads.
+  function canWrite() {
+    return !!ui.who && (ui.who.role === 'root' || ui.who.role === 'operator');
+  }
+
+  // showIdentity says which token is signed in (never the token): its
+  // name, role and the ids it reaches.
+  function showIdentity() {
+    const who = ui.who;
+    show('identity', !!who);
+    if (!who) {
+      return;
+    }
+    const scope = who.idPrefix ? 'ids beginning ' + who.idPrefix : 'every registration';
+    $('who-name').textContent = who.name;
+    $('who-role').textContent = who.role;
+    $('who-scope').textContent = scope;
+    const expires = who.expiresAt ? 'until ' + new Date(who.expiresAt).toLocaleString() : '';
+    $('who-expires').textContent = expires;
+    show('who-expires', !!expires);
+    $('identity').setAttribute('data-role', who.role);
+    $('identity').setAttribute('data-prefix', who.idPrefix || '');
+  }
+
+  async function route() {
     stopPolling();
     if (!ui.token) {
       signOut('');
       return;
+    }
+    if (!ui.who) {
+      try {
+        await identify();
+      } catch (e) {
+        if (e.status !== 401) { // a 401 has signed out already
+          status('list-status', e.message, true);
+          showOnly('list');
+        }
+        return;
+      }
     }
     const m = /^#\/r\/(.+)$/.exec(location.hash);
     let id = null;
@@ -224,8 +295,10 @@
     } },
     { name: 'namespace', cell: (r) => r.namespace },
     { name: 'state', cell: (r) => stateWord(r.state) },
-    { name: 'lag', cell: (r) => r.lag, cls: 'num' },
-    { name: 'attempts', cell: (r) => r.attempts, cls: 'num' },
+    { name: 'lag', cell: (r) => withBar(r.lag, lagBar), cls: 'num glance-cell',
+      title: 'messages behind the stream\'s last; the bar grows with its logarithm, full at a million' },
+    { name: 'attempts', cell: (r) => withBar(r.attempts, failuresBar), cls: 'num glance-cell',
+      title: 'failed attempts in a row; the bar grows with their logarithm, full at 100' },
     { name: 'delivered', cell: (r) => r.delivered, cls: 'num' },
     { name: 'last error', cell: (r) => r.lastError, cls: 'text' },
     { name: 'owner', cell: (r) => ownerOf(r), kv: true },
@@ -242,6 +315,14 @@
     { name: 'error', cell: (a) => a.error, cls: 'text' },
     { name: 'response', cell: (a) => a.response, cls: 'text response' },
   ];
+
+  // withBar is a number and its glance bar, which holds no text: the
+  // cell reads as the number alone.
+  function withBar(value, bar) {
+    const both = el('span', null, 'with-bar');
+    both.append(el('span', value), bar(value));
+    return both;
+  }
 
   function stateWord(state) {
     const s = el('span', state, 'state');
@@ -262,7 +343,11 @@
   function fill(table, columns, rows) {
     const head = document.createElement('tr');
     for (const c of columns) {
-      head.append(el('th', c.name, c.cls));
+      const th = el('th', c.name, c.cls);
+      if (c.title) {
+        th.setAttribute('title', c.title);
+      }
+      head.append(th);
     }
     table.tHead.replaceChildren(head);
     table.tBodies[0].replaceChildren(...rows.map((r) => {
@@ -377,6 +462,8 @@
   function showRegistration(id) {
     showOnly('registration');
     $('reg-title').textContent = id;
+    show('actions-part', canWrite());
+    show('read-only', !canWrite());
     show('answer', false);
     show('reg-body', false);
     $('reg-config').replaceChildren();
@@ -399,6 +486,7 @@
       api('GET', path),
       api('GET', path + '/attempts?limit=' + ATTEMPTS),
     ]);
+    const history = await readHistory(id, path, attempts.data.attempts);
     if (gen !== ui.gen) {
       return;
     }
@@ -406,8 +494,60 @@
     const rows = attempts.data.attempts;
     fill($('attempts'), attemptColumns, rows);
     show('attempts-empty', rows.length === 0);
+    renderHistory(history, reg.data);
     show('reg-body', true);
     status('reg-status', 'Updated ' + new Date().toLocaleTimeString(), false);
+  }
+
+  // readHistory answers the registration's attempts of the last hour,
+  // newest first, at most HISTORY. newest is the page just read; only
+  // when it does not reach the attempts already kept is the log read
+  // again from the top.
+  async function readHistory(id, path, newest) {
+    const kept = ui.history.id === id ? ui.history.attempts : [];
+    const known = kept.length ? attemptKey(kept[0]) : '';
+    const at = newest.findIndex((a) => attemptKey(a) === known);
+    let all;
+    if (known && at >= 0) {
+      all = newest.slice(0, at).concat(kept);
+    } else if (newest.length < ATTEMPTS) {
+      all = newest; // the whole log of this registration
+    } else {
+      all = (await api('GET', path + '/attempts?limit=' + HISTORY)).data.attempts;
+    }
+    const since = Date.now() - HOUR_MS;
+    all = all.filter((a) => Date.parse(a.at) >= since).slice(0, HISTORY);
+    ui.history = { id, attempts: all };
+    return all;
+  }
+
+  // renderHistory draws the last hour's attempts and delay, and its
+  // legend: each outcome's colour and count, and what the delay is.
+  function renderHistory(attempts, reg) {
+    const drawn = drawHistory($('history'), attempts, Date.now());
+    const counts = new Map();
+    for (const a of attempts) {
+      if (Date.parse(a.at) >= drawn.from) {
+        counts.set(a.outcome, (counts.get(a.outcome) || 0) + 1);
+      }
+    }
+    const known = OUTCOMES.filter((o) => counts.has(o));
+    const other = [...counts.keys()].filter((o) => !OUTCOMES.includes(o));
+    $('history-legend').replaceChildren(...known.concat(other).map((o) => {
+      const item = el('li');
+      item.append(el('span', '', 'swatch outcome-' + (OUTCOMES.includes(o) ? o : 'other')), el('span', o + ' ' + counts.get(o)));
+      return item;
+    }));
+    show('history-empty', counts.size === 0);
+    const span = drawn.to - drawn.from;
+    const minutes = Math.round(span / 60000);
+    $('history-span').textContent = span >= HOUR_MS - 1000
+      ? 'The last hour'
+      : 'The last ' + (minutes < 2 ? Math.round(span / 1000) + ' seconds' : minutes + ' minutes') + ' (the first attempt of the last hour and after)';
+    const capped = attempts.length >= HISTORY ? ' (the newest ' + HISTORY + ' attempts)' : '';
+    $('history-count').textContent = capped;
+    $('history-lag').textContent = 'Now ' + reg.lag + (reg.lag === 1 ? ' message' : ' messages') +
+      ' behind the stream\'s last (lag), ' + reg.attempts + ' failed in a row.';
   }
 
   // orderingOf says what a registration keeps in order and how many of
@@ -569,4 +709,4 @@
   }
 
   start();
-})();
+}
