@@ -58,6 +58,7 @@ func commands() []command {
 		{"rewind", "(--seq N | --time RFC3339) [--json] ID", "move a registration's cursor", cmdRewind},
 		{"attempts", "[--seq N] [--limit N] [--json] [ID]", "show the POSTs made, newest first", cmdAttempts},
 		{"resend", "--seq N [--json] ID", "POST one journal message again", cmdResend},
+		{"token", tokenSynopsis, "make, list and revoke scoped access tokens of the admin API", cmdToken},
 		{"purge", "--completed-older-than D [--batch-size N] [--max-batches N] [--idempotency-key-max-age D|none] [--json]", "delete old completed registrations", cmdPurge},
 		{"migrate", migrateSynopsis, "copy a bolt store into the kv store of --store kv", cmdMigrate},
 		{"publish", "[--nats-url URL] [--header K:V]... SUBJECT [DATA | -]", "publish a message to the journal", cmdPublish},
