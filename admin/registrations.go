@@ -29,6 +29,10 @@ const (
 // create answers POST /v1/registrations.
 func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
+	}
 	var req registrationRequest
 	body, err := decodeBody(w, r, &req)
 	if err != nil {
@@ -44,6 +48,9 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	reg, err := s.newRegistration(ctx, &req)
 	if err != nil {
 		return err
+	}
+	if dry { // validated like the create; its key is neither stored nor replayed
+		return s.planCreate(w, r, reg)
 	}
 	// A replayed key answers what it answered before and created nothing:
 	// only a fresh insert renders an answer, so only it is announced.
@@ -204,9 +211,14 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 // replace answers PUT /v1/registrations/{id}: the whole configuration
-// again, keeping the cursor.
+// again, keeping the cursor. A PUT that would leave the row as it is
+// stores nothing; its answer names the change in changeHeader either way.
 func (s *server) replace(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(r)
 	if err != nil {
 		return err
 	}
@@ -215,43 +227,49 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
-	cfg, err := s.replacement(r.Context(), id, &req, now)
+	old, cfg, err := s.replacement(r.Context(), id, &req, now)
 	if err != nil {
 		return err
 	}
-	reg, err := s.store.Replace(r.Context(), cfg, now)
+	reg, write, err := replaced(old, cfg, now)
 	if err != nil {
-		return storeError(err, id, "replacing the registration")
+		return err
 	}
-	s.wake(id)
-	s.auditID(r, "registration replaced", id)
+	if write && !dry {
+		if reg, err = s.store.Replace(r.Context(), cfg, now); err != nil {
+			return storeError(err, id, "replacing the registration")
+		}
+		s.wake(id)
+		s.auditID(r, "registration replaced", id)
+	}
+	w.Header().Set(changeHeader, change(old.Config, cfg))
 	return s.writeRegistration(w, reg)
 }
 
-// replacement validates a PUT body against the registration it replaces:
-// same id, same namespace (omitted means kept), and the old secret kept
-// beside a new one.
-func (s *server) replacement(ctx context.Context, id string, req *registrationRequest, now time.Time) (cursor.Config, error) {
+// replacement validates a PUT body against the registration it replaces,
+// which it returns with the new Config: same id, same namespace (omitted
+// means kept), and the old secret kept beside a new one.
+func (s *server) replacement(ctx context.Context, id string, req *registrationRequest, now time.Time) (cursor.Registration, cursor.Config, error) {
 	if req.ID != "" && req.ID != id {
-		return cursor.Config{}, invalid("id %q in the body does not match %q in the path", req.ID, id)
+		return cursor.Registration{}, cursor.Config{}, invalid("id %q in the body does not match %q in the path", req.ID, id)
 	}
 	req.ID = id
 	old, err := s.store.Get(ctx, id)
 	if err != nil {
-		return cursor.Config{}, storeError(err, id, "reading the registration")
+		return old, cursor.Config{}, storeError(err, id, "reading the registration")
 	}
 	if req.Namespace == "" {
 		req.Namespace = old.Namespace
 	}
 	if projection.Namespace(req.Namespace).Valid() && req.Namespace != old.Namespace {
-		return cursor.Config{}, invalid("namespace cannot change: registration %q is %s; delete it and register it again", id, old.Namespace)
+		return old, cursor.Config{}, invalid("namespace cannot change: registration %q is %s; delete it and register it again", id, old.Namespace)
 	}
 	cfg, err := s.validConfig(ctx, req)
 	if err != nil {
-		return cfg, err
+		return old, cfg, err
 	}
 	rotateSecret(&cfg, old.Config, now)
-	return cfg, nil
+	return old, cfg, nil
 }
 
 // rotateSecret keeps a replaced secret signing beside its successor for
