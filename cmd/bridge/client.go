@@ -101,17 +101,23 @@ func (e *apiError) Error() string { return e.Message }
 // call sends one request and returns the answer's body; an error answer
 // becomes an *apiError. body, when not nil, is sent as JSON.
 func (c *adminClient) call(ctx context.Context, method, path string, body any, header http.Header) ([]byte, error) {
+	_, data, err := c.exchange(ctx, method, path, body, header)
+	return data, err
+}
+
+// exchange is call for an answer whose headers matter too.
+func (c *adminClient) exchange(ctx context.Context, method, path string, body any, header http.Header) (http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the request: %w", err)
+			return nil, nil, fmt.Errorf("encoding the request: %w", err)
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("building the request: %w", err)
+		return nil, nil, fmt.Errorf("building the request: %w", err)
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -126,20 +132,20 @@ func (c *adminClient) call(ctx context.Context, method, path string, body any, h
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL, which is named once below
 		}
-		return nil, fmt.Errorf("cannot reach the admin API at %s: %w%s", c.base, err, tlsHint(err))
+		return nil, nil, fmt.Errorf("cannot reach the admin API at %s: %w%s", c.base, err, tlsHint(err))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxAnswerBytes))
 	if err != nil {
-		return nil, fmt.Errorf("reading the admin API's answer: %w", err)
+		return nil, nil, fmt.Errorf("reading the admin API's answer: %w", err)
 	}
 	if err := plainToTLS(c.base, res.StatusCode, data); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if res.StatusCode >= 300 {
-		return nil, answerError(res.StatusCode, data)
+		return nil, nil, answerError(res.StatusCode, data)
 	}
-	return data, nil
+	return res.Header, data, nil
 }
 
 // answerError reads an error answer, or describes one that is not the
@@ -166,4 +172,16 @@ func decodeAnswer(data []byte, v any) error {
 		return fmt.Errorf("the admin API's answer is not what this client expects: %w", err)
 	}
 	return nil
+}
+
+// pool keeps up to n connections to the API alive, for a command that
+// makes n calls at once: the default transport keeps two, and would dial
+// anew for most of them.
+func (c *adminClient) pool(n int) {
+	tr, ok := c.http.Transport.(*http.Transport)
+	if !ok {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	tr.MaxIdleConnsPerHost = n
+	c.http.Transport = tr
 }

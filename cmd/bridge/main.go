@@ -1,7 +1,7 @@
 // Command bridge turns a NATS JetStream stream into reliable webhooks.
 //
 // "bridge run" is the daemon; every other subcommand is a small client of
-// its admin API (register, list, show, delete, unpark, rewind, purge), of
+// its admin API (register, list, show, delete, unpark, rewind, apply, purge), of
 // NATS (publish), or a receiver for trying it out (listen). The client
 // subcommands hold no state and never touch the store directly: the
 // daemon owns it. migrate alone opens a store: it copies a bolt store no
@@ -58,6 +58,7 @@ func commands() []command {
 		{"rewind", "(--seq N | --time RFC3339) [--json] ID", "move a registration's cursor", cmdRewind},
 		{"attempts", "[--seq N] [--limit N] [--json] [ID]", "show the POSTs made, newest first", cmdAttempts},
 		{"resend", "--seq N [--json] ID", "POST one journal message again", cmdResend},
+		{"apply", applySynopsis, "make the registrations match a file", cmdApply},
 		{"token", tokenSynopsis, "make, list and revoke scoped access tokens of the admin API", cmdToken},
 		{"purge", "--completed-older-than D [--batch-size N] [--max-batches N] [--idempotency-key-max-age D|none] [--json]", "delete old completed registrations", cmdPurge},
 		{"migrate", migrateSynopsis, "copy a bolt store into the kv store of --store kv", cmdMigrate},

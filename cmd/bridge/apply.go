@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+
+	"golang.org/x/sync/errgroup"
+)
+
+const applySynopsis = "-f FILE [--prune PREFIX] [--dry-run] [--json]"
+
+// applyConcurrency bounds the calls apply has in flight: enough to keep
+// a bridge busy over the network's round trips, few enough not to crowd
+// out its other clients.
+const applyConcurrency = 8
+
+// The changes apply makes, in the words of the API's Bridge-Change header
+// where it names them.
+const (
+	changeCreate    = "create"
+	changeUpdate    = "update"
+	changeUnchanged = "unchanged"
+	changeDelete    = "delete"
+)
+
+// changeMarks are the plan's line prefixes.
+var changeMarks = map[string]string{changeCreate: "+", changeUpdate: "~", changeUnchanged: "=", changeDelete: "-"}
+
+// step is what apply does to one registration.
+type step struct {
+	id     string
+	change string
+	body   json.RawMessage // the entry, for a create or an update
+	err    error           // the API's refusal of the entry or of its write
+}
+
+func cmdApply(ctx context.Context, s *session, args []string) error {
+	fs := s.flags()
+	cf := addClientFlags(fs)
+	file := fs.String("f", "", "the registrations file, YAML or JSON ({\"registrations\": [...]}); - reads standard input")
+	prune := fs.String("prune", "", "delete the registrations whose id starts with this prefix and that the file does not list")
+	dry := fs.Bool("dry-run", false, "print the plan and change nothing")
+	if err := s.parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := positional(fs); err != nil {
+		return err
+	}
+	switch {
+	case *file == "":
+		return usagef("-f FILE is required")
+	case isSet(fs, "prune") && *prune == "":
+		return usagef("--prune needs a prefix: it deletes only the registrations whose id starts with it")
+	}
+	entries, err := readManifest(*file, s.in)
+	if err != nil {
+		return err
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	c.pool(applyConcurrency)
+	steps, err := planApply(ctx, c, entries, *prune)
+	if err != nil {
+		return err
+	}
+	if err := s.refused(steps, "nothing applied: %d of %d registrations refused", len(entries)); err != nil {
+		return err
+	}
+	if !*dry {
+		if err := runSteps(ctx, c, steps, write); err != nil {
+			return err
+		}
+	}
+	if err := s.printPlan(steps, *dry, cf.json); err != nil {
+		return err
+	}
+	return s.refused(steps, "%d of %d changes failed, the others were made: apply the file again", changes(steps))
+}
+
+// readManifest reads and parses the file; nothing is asked of the API
+// before the whole file has parsed.
+func readManifest(name string, stdin io.Reader) ([]manifestEntry, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+		name = "standard input"
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the registrations: %w", err)
+	}
+	return parseManifest(name, data, os.LookupEnv)
+}
+
+// planApply asks the API what each entry would change, by a dry run of
+// its PUT (or of its create, when the id is not found), and lists what
+// --prune would delete. The API validates each entry as the write would,
+// secrets included, and changes nothing.
+func planApply(ctx context.Context, c *adminClient, entries []manifestEntry, prune string) ([]step, error) {
+	steps := make([]step, len(entries))
+	for i, e := range entries {
+		steps[i] = step{id: e.id, body: e.body}
+	}
+	if err := runSteps(ctx, c, steps, plan); err != nil {
+		return nil, err
+	}
+	if prune == "" {
+		return steps, nil
+	}
+	listed := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		listed[e.id] = true
+	}
+	rows, err := listAll(ctx, c, url.Values{"prefix": {prune}, "limit": {"1000"}})
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range rows {
+		var r struct {
+			ID string `json:"id"`
+		}
+		if err := decodeAnswer(raw, &r); err != nil {
+			return nil, err
+		}
+		if !listed[r.ID] {
+			steps = append(steps, step{id: r.ID, change: changeDelete})
+		}
+	}
+	return steps, nil
+}
+
+// runSteps calls do for every step, applyConcurrency at once. A refusal
+// of the API is kept in its step; any other failure (the API out of
+// reach) stops them all.
+func runSteps(ctx context.Context, c *adminClient, steps []step, do func(context.Context, *adminClient, *step) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for i := range steps {
+		g.Go(func() error {
+			err := do(ctx, c, &steps[i])
+			var refused *apiError
+			if errors.As(err, &refused) {
+				steps[i].err, err = refused, nil
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// plan is the dry run of one entry.
+func plan(ctx context.Context, c *adminClient, st *step) error {
+	h, _, err := c.exchange(ctx, http.MethodPut, registrationPath(st.id)+"?dryRun=true", st.body, nil)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		h, _, err = c.exchange(ctx, http.MethodPost, "/v1/registrations?dryRun=true", st.body, nil)
+	}
+	if err != nil {
+		return err
+	}
+	st.change = h.Get("Bridge-Change")
+	if _, ok := changeMarks[st.change]; !ok || st.change == changeDelete {
+		return fmt.Errorf("the admin API at %s answered a dry run without saying what it would change (Bridge-Change %q): it is older than bridge apply; upgrade it",
+			c.base, st.change)
+	}
+	return nil
+}
+
+// write makes one planned change.
+func write(ctx context.Context, c *adminClient, st *step) error {
+	var err error
+	switch st.change {
+	case changeCreate:
+		_, err = c.call(ctx, http.MethodPost, "/v1/registrations", st.body, nil)
+	case changeUpdate:
+		var h http.Header
+		if h, _, err = c.exchange(ctx, http.MethodPut, registrationPath(st.id), st.body, nil); err == nil {
+			st.change = h.Get("Bridge-Change") // unchanged, if another writer got there first
+		}
+	case changeDelete:
+		_, err = c.call(ctx, http.MethodDelete, registrationPath(st.id), nil, nil)
+	}
+	return err
+}
+
+// refused reports every step the API refused, in the file's order, and
+// then summary with the count and total; nil when none was.
+func (s *session) refused(steps []step, summary string, total int) error {
+	n := 0
+	for _, st := range steps {
+		if st.err != nil {
+			n++
+			fmt.Fprintf(s.errOut, "bridge %s: registration %q: %v\n", s.cmd.name, st.id, st.err)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf(summary, n, total)
+}
+
+// changes counts the steps that write.
+func changes(steps []step) int {
+	n := 0
+	for _, st := range steps {
+		if st.change != changeUnchanged {
+			n++
+		}
+	}
+	return n
+}
+
+// printPlan prints one line per registration: its mark, its change, its
+// id; with --json, {"dryRun", "registrations": [{"id", "change"}]}. A
+// change that failed is left out: refused names it.
+func (s *session) printPlan(steps []step, dry, asJSON bool) error {
+	type line struct {
+		ID     string `json:"id"`
+		Change string `json:"change"`
+	}
+	out := struct {
+		DryRun        bool   `json:"dryRun"`
+		Registrations []line `json:"registrations"`
+	}{DryRun: dry, Registrations: make([]line, 0, len(steps))}
+	for _, st := range steps {
+		if st.err == nil {
+			out.Registrations = append(out.Registrations, line{st.id, st.change})
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(s.out).Encode(out)
+	}
+	for _, l := range out.Registrations {
+		if _, err := fmt.Fprintf(s.out, "%s %s %s\n", changeMarks[l.Change], l.Change, l.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// manifestEntry is one registration of an apply file: the API's create
+// body, its ${VARIABLES} expanded, and where it stands in the file.
+type manifestEntry struct {
+	id   string
+	line int
+	body json.RawMessage
+}
+
+// lookupFunc reads a variable of the environment, as os.LookupEnv does.
+type lookupFunc func(name string) (string, bool)
+
+// parseManifest reads a file {"registrations": [...]} written in YAML or
+// JSON (which YAML reads too). It refuses anything it cannot apply
+// exactly as written: a syntax error, an unknown key, an entry without
+// an id, an id listed twice, a variable that is not set. Every error
+// names the line; the API checks the rest.
+func parseManifest(name string, data []byte, lookup lookupFunc) ([]manifestEntry, error) {
+	body, list, err := registrationsNode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var doc struct {
+		Registrations []map[string]any `yaml:"registrations"`
+	}
+	if err := yaml.NodeToValue(body, &doc, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, yamlError(err))
+	}
+	entries := make([]manifestEntry, 0, len(doc.Registrations))
+	seen := map[string]int{}
+	for i, fields := range doc.Registrations {
+		line := list.Values[i].GetToken().Position.Line
+		e, err := parseEntry(fields, line, lookup)
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", name, line, err)
+		}
+		if first, ok := seen[e.id]; ok {
+			return nil, fmt.Errorf("%s: line %d: registration %q is listed twice (first at line %d)", name, line, e.id, first)
+		}
+		seen[e.id] = line
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// registrationsNode parses data into its one document's body and finds
+// its list of registrations, whose entries carry their lines.
+func registrationsNode(data []byte) (ast.Node, *ast.SequenceNode, error) {
+	file, err := parser.ParseBytes(data, 0)
+	switch {
+	case err != nil:
+		return nil, nil, yamlError(err)
+	case len(file.Docs) == 0 || file.Docs[0].Body == nil:
+		return nil, nil, errors.New(`the file is empty; it must hold {"registrations": [...]}`)
+	case len(file.Docs) > 1:
+		return nil, nil, fmt.Errorf("line %d: a second YAML document; the file holds one", file.Docs[1].GetToken().Position.Line)
+	}
+	body := file.Docs[0].Body
+	path, err := yaml.PathString("$.registrations")
+	if err != nil {
+		return nil, nil, err
+	}
+	node, err := path.FilterNode(body)
+	if err != nil || node == nil {
+		return nil, nil, errors.New(`the file has no "registrations" list: it must hold {"registrations": [...]}`)
+	}
+	list, ok := node.(*ast.SequenceNode)
+	if !ok {
+		return nil, nil, fmt.Errorf("line %d: registrations must be a list", node.GetToken().Position.Line)
+	}
+	return body, list, nil
+}
+
+// yamlError says where the file is wrong, by line and column, without
+// the source excerpt the parser would add.
+func yamlError(err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		pos := ye.GetToken().Position
+		return fmt.Errorf("line %d, column %d: %s", pos.Line, pos.Column, ye.GetMessage())
+	}
+	return err
+}
+
+// parseEntry reads one registration and expands its variables.
+func parseEntry(fields map[string]any, line int, lookup lookupFunc) (manifestEntry, error) {
+	e := manifestEntry{line: line}
+	rawID, _ := fields["id"].(string)
+	id, err := expand(rawID, lookup)
+	switch {
+	case err != nil:
+		return e, fmt.Errorf("id: %w", err)
+	case id == "":
+		return e, errors.New(`a registration has no "id": apply needs every registration's id`)
+	}
+	e.id = id
+	expanded, err := expandAll(fields, lookup)
+	if err != nil {
+		return e, fmt.Errorf("registration %q: %w", id, err)
+	}
+	if e.body, err = json.Marshal(expanded); err != nil {
+		return e, fmt.Errorf("registration %q cannot be sent as JSON: %w", id, err)
+	}
+	return e, nil
+}
+
+// expandAll expands the variables of every string in v, a value decoded
+// from YAML. Expanding after parsing means a secret's characters are
+// never read as YAML.
+func expandAll(v any, lookup lookupFunc) (any, error) {
+	switch v := v.(type) {
+	case string:
+		return expand(v, lookup)
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) { // the first error in the order a reader checks
+			y, err := expandAll(v[k], lookup)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = y
+		}
+	case []any:
+		for i, x := range v {
+			y, err := expandAll(x, lookup)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = y
+		}
+	case map[any]any:
+		return nil, errors.New("every key must be a string")
+	}
+	return v, nil
+}
+
+// expand replaces each ${NAME} in s with the variable's value; $${ is a
+// literal ${. Only the braced form is read, so a "$" in a URL or a filter
+// stays as written. A variable that is not set is an error: an empty
+// secret would be applied silently.
+func expand(s string, lookup lookupFunc) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		if i > 0 && s[i-1] == '$' { // $${: the escape
+			b.WriteString(s[:i-1] + "${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("%q has a ${ without its closing }", clip(s[i:], 40))
+		}
+		name := s[i+2 : i+end]
+		if !validVariable(name) {
+			return "", fmt.Errorf("${%s} is not a variable name (letters, digits and _; write $${ for a literal ${)", clip(name, 40))
+		}
+		value, ok := lookup(name)
+		if !ok {
+			return "", fmt.Errorf("${%s} is not set in the environment", name)
+		}
+		b.WriteString(value)
+		s = s[i+end+1:]
+	}
+}
+
+func validVariable(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, r := range name {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
