@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,4 +163,34 @@ func TestApplyReadsStandardInput(t *testing.T) {
 	r := cli(t, `{"registrations": [{"id": "in-1", "namespace": "outbox", "subject": "journal.x", "url": "http://127.0.0.1:9/x"}]}`,
 		"apply", "--admin-url", api.url, "--admin-token", testToken, "-f", "-")
 	wantLines(t, r, "+ create in-1")
+}
+
+// TestApplyWithAnOperatorToken applies a team's file with the team's own
+// token: its entries and its --prune stay within the token's prefix, and
+// an entry outside it is refused before anything is written.
+func TestApplyWithAnOperatorToken(t *testing.T) {
+	cleanEnv(t)
+	api := startAPI(t)
+	api.cli(t, "register", "--id", "app-legacy", "--namespace", "outbox", "--subject", "journal.x", "--url", "http://127.0.0.1:9/x").want(t, 0)
+	api.cli(t, "register", "--id", "ops-audit", "--namespace", "outbox", "--subject", "journal.x", "--url", "http://127.0.0.1:9/x").want(t, 0)
+	res, err := (&adminClient{base: api.url, token: testToken, http: http.DefaultClient}).
+		call(t.Context(), "POST", "/v1/tokens", map[string]string{"name": "apps", "idPrefix": "app-", "role": "operator"}, nil)
+	var tok struct{ Token string }
+	if err != nil || json.Unmarshal(res, &tok) != nil || tok.Token == "" {
+		t.Fatalf("creating the token: %v %s", err, res)
+	}
+	t.Setenv("APPS_ORDERS_SECRET", testSecret)
+	team := func(args ...string) cliResult {
+		return cli(t, "", append([]string{"apply", "--admin-url", api.url, "--admin-token", tok.Token}, args...)...)
+	}
+	two := strings.Join(strings.Split(appsFile, "\n")[:12], "\n") + "\n"
+	wantLines(t, team("--prune", "app-", "-f", writeFile(t, two)),
+		"+ create app-orders", "+ create app-billing", "- delete app-legacy")
+	wantLines(t, team("--prune", "app-", "-f", writeFile(t, two)), "= unchanged app-orders", "= unchanged app-billing")
+
+	r := team("-f", writeFile(t, appsFile))
+	r.want(t, 1, `registration "ops-audit"`, `id must start with "app-"`, "nothing applied")
+	if rows := api.rows(t); len(rows) != 3 || rows["ops-audit"].URL != "http://127.0.0.1:9/x" {
+		t.Errorf("after the refused file: %v", rows)
+	}
 }
