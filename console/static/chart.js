@@ -130,10 +130,18 @@ export function drawHistory(target, attempts, now) {
   );
   const span = win.to - win.from;
   const step = niceStep(span, 8);
+  // A label near either end is aligned to it, so none is cut off or
+  // runs into the delay's scale.
+  const anchorAt = (px) => {
+    if (px < left + 30) {
+      return 'start';
+    }
+    return px > W - right - 30 ? 'end' : 'middle';
+  };
   for (let t = Math.ceil(win.from / step) * step; t <= win.to; t += step) {
     axis.append(
       svg('line', { x1: x(t), x2: x(t), y1: 12, y2: delayBottom, class: 'tick' }),
-      svg('text', { x: x(t), y: delayBottom + 18, 'text-anchor': x(t) > W - right - 30 ? 'end' : 'middle' }, clock(t, step < 60000)),
+      svg('text', { x: x(t), y: delayBottom + 18, 'text-anchor': anchorAt(x(t)) }, clock(t, step < 60000)),
     );
   }
   target.append(axis);

@@ -198,20 +198,10 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
   // Routing: #/ is the list, #/r/<id> a registration's page, so Back
   // returns from one to the other.
 
-  // identify asks the API which token is signed in. A bridge without
-  // GET /v1/whoami has only its root token, so its 404 (answered after
-  // the token was accepted) means root.
+  // identify asks the API which token is signed in: its name, role and
+  // scope, never the token.
   async function identify() {
-    let who;
-    try {
-      who = (await api('GET', '/v1/whoami')).data;
-    } catch (e) {
-      if (e.status !== 404) {
-        throw e;
-      }
-      who = { name: 'root', role: 'root', idPrefix: '' };
-    }
-    ui.who = who;
+    ui.who = (await api('GET', '/v1/whoami')).data;
     showIdentity();
   }
 
@@ -236,6 +226,9 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
     const expires = who.expiresAt ? 'until ' + new Date(who.expiresAt).toLocaleString() : '';
     $('who-expires').textContent = expires;
     show('who-expires', !!expires);
+    $('parked-hint').textContent = canWrite()
+      ? 'Stopped delivering: unpark, rewind or delete them.'
+      : 'Stopped delivering: a token with the operator role can unpark, rewind or delete them.';
     $('identity').setAttribute('data-role', who.role);
     $('identity').setAttribute('data-prefix', who.idPrefix || '');
   }
@@ -680,7 +673,12 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
 
   function start() {
     $('signin-form').addEventListener('submit', signIn);
-    $('signout').addEventListener('click', () => signOut(''));
+    $('signout').addEventListener('click', () => {
+      // The next token signed in starts at the list, not on a page the
+      // last one opened.
+      history.replaceState(null, '', location.pathname + location.search);
+      signOut('');
+    });
     $('filters').addEventListener('submit', (e) => e.preventDefault());
     $('filter-state').addEventListener('change', filtersChanged);
     $('filter-namespace').addEventListener('change', filtersChanged);

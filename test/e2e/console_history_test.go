@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,12 +21,7 @@ func TestConsoleDrawsAStreakAndItsRecovery(t *testing.T) {
 	d.start()
 	flaky := startHook(t, 204, 204, 204, 503, 503, 503, 503, 503)
 	gone := newGoneReceiver(t)
-	for id, url := range map[string]string{"orders": flaky.URL, "archive": gone.URL} {
-		body := map[string]any{"id": id, "namespace": "outbox", "subject": "journal.orders.>", "url": url, "start": "first"}
-		if code := d.api("POST", "/v1/registrations", body, nil); code != http.StatusCreated {
-			t.Fatalf("create %s: %d", id, code)
-		}
-	}
+	d.createOrders(map[string]string{"orders": flaky.URL, "archive": gone.URL})
 	pub := newPublisher(t, "nats://"+d.natsAddr)
 	publish := func(from, to int) {
 		for i := from; i <= to; i++ {

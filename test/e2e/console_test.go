@@ -33,12 +33,7 @@ func TestConsole(t *testing.T) {
 	d.start()
 	ok1, ok2 := newSink(t), newSink(t)
 	gone := newGoneReceiver(t)
-	for id, url := range map[string]string{"alpha": ok1.URL, "beta": gone.URL, "gamma": ok2.URL} {
-		body := map[string]any{"id": id, "namespace": "outbox", "subject": "journal.orders.>", "url": url + "/hook", "start": "first"}
-		if code := d.api("POST", "/v1/registrations", body, nil); code != http.StatusCreated {
-			t.Fatalf("create %s: %d", id, code)
-		}
-	}
+	d.createOrders(map[string]string{"alpha": ok1.URL + "/hook", "beta": gone.URL + "/hook", "gamma": ok2.URL + "/hook"})
 
 	b := newBrowser(t)
 	b.do(chromedp.Navigate("http://" + d.admin + "/console"))
@@ -55,6 +50,9 @@ func TestConsole(t *testing.T) {
 	b.signIn(token)
 	for _, id := range []string{"alpha", "beta", "gamma"} {
 		b.until(id+" in the list", fmt.Sprintf(`%s.includes('active')`, row("rest", id)))
+	}
+	if got := evaluate[string](b, `document.querySelector('#identity').textContent.replace(/\s+/g, ' ').trim()`); got != "Signed in as root root every registration" {
+		t.Errorf("identity %q, want the root token named, with its role and scope", got)
 	}
 	if kept := evaluate[bool](b, fmt.Sprintf(`localStorage.length === 0 && document.cookie === '' && !location.href.includes(%s)`, jsString(token))); !kept {
 		t.Fatal("the token is kept in localStorage, a cookie or the URL")
@@ -173,6 +171,18 @@ func TestConsoleShowsOwners(t *testing.T) {
 	b.signIn(d.token())
 	b.until("k1 with its owner", fmt.Sprintf(`%s === %s && [...document.querySelectorAll('#rest th')].map((h) => h.textContent).includes('owner')`,
 		row("rest", "k1"), jsString("k1 | outbox | active | 0 | 0 | 0 |  | "+owner)))
+}
+
+// createOrders creates an outbox registration of journal.orders.> from
+// the first message for each id, POSTing to its URL.
+func (d *daemon) createOrders(urls map[string]string) {
+	d.t.Helper()
+	for id, url := range urls {
+		body := map[string]any{"id": id, "namespace": "outbox", "subject": "journal.orders.>", "url": url, "start": "first"}
+		if code := d.api("POST", "/v1/registrations", body, nil); code != http.StatusCreated {
+			d.t.Fatalf("create %s: %d", id, code)
+		}
+	}
 }
 
 // goneReceiver answers 410 Gone with markup in its body until accept is
