@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,7 +103,7 @@ func openBoltStore(path string) (*cursor.DB, error) {
 // keys of registrations deleted since, into the kv store at url. The
 // report holds what was done up to an error.
 func migrateStore(ctx context.Context, db *cursor.DB, url string, opts []nats.Option, kv runflags.KV, log *slog.Logger) (*migrateReport, error) {
-	rep := &migrateReport{Registrations: []migratedRegistration{}, Keys: []migratedKey{}}
+	rep := &migrateReport{Registrations: []migratedRegistration{}, Keys: []migratedKey{}, Tokens: []migratedToken{}}
 	keys, err := keysByID(ctx, db)
 	if err != nil {
 		return rep, err
@@ -123,7 +124,48 @@ func migrateStore(ctx context.Context, db *cursor.DB, url string, opts []nats.Op
 	if err := copyDeletedKeys(ctx, store, keys, rep); err != nil {
 		return rep, err
 	}
+	if err := copyTokens(ctx, db, store, rep); err != nil {
+		return rep, err
+	}
 	return rep, store.Close()
+}
+
+// copyTokens copies the scoped access tokens (their hashes: the bolt
+// store has nothing else of them), so every token works on the cluster
+// as it did on the bridge alone. A name the kv store holds already is
+// skipped when it is the same token, and left as it is when not.
+func copyTokens(ctx context.Context, from, to cursor.Tokens, rep *migrateReport) error {
+	all, err := from.ListTokens(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range all {
+		out := kvstore.Copied
+		switch err := to.CreateToken(ctx, t); {
+		case errors.Is(err, cursor.ErrTokenExists):
+			if out, err = compareToken(ctx, to, t); err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("copying token %q: %w", t.Name, err)
+		}
+		rep.Tokens = append(rep.Tokens, migratedToken{Name: t.Name, Result: out})
+	}
+	return nil
+}
+
+func compareToken(ctx context.Context, store cursor.Tokens, t cursor.Token) (kvstore.Outcome, error) {
+	all, err := store.ListTokens(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, have := range all {
+		if have.Name == t.Name && bytes.Equal(have.Hash, t.Hash) && have.IDPrefix == t.IDPrefix && have.Role == t.Role &&
+			have.ExpiresAt.Equal(t.ExpiresAt) && have.CreatedAt.Equal(t.CreatedAt) {
+			return kvstore.Skipped, nil
+		}
+	}
+	return kvstore.Different, nil
 }
 
 // keysByID is every idempotency key of db by the registration it names.
@@ -198,6 +240,13 @@ type migrateReport struct {
 	Different     int                    `json:"different"`
 	Registrations []migratedRegistration `json:"registrations"`
 	Keys          []migratedKey          `json:"deletedRegistrationKeys"`
+	// Tokens are the scoped access tokens, copied after the rest.
+	Tokens []migratedToken `json:"tokens"`
+}
+
+type migratedToken struct {
+	Name   string          `json:"name"`
+	Result kvstore.Outcome `json:"result"`
 }
 
 type migratedRegistration struct {
@@ -216,7 +265,7 @@ type migratedKey struct {
 }
 
 // started reports whether anything was imported, or tried.
-func (m *migrateReport) started() bool { return len(m.Registrations)+len(m.Keys) > 0 }
+func (m *migrateReport) started() bool { return len(m.Registrations)+len(m.Keys)+len(m.Tokens) > 0 }
 
 func (m *migrateReport) addRegistration(id string, res kvstore.ImportResult) {
 	out := res.Outcome()
@@ -256,6 +305,17 @@ func (m *migrateReport) print(out, errOut io.Writer, asJSON bool) error {
 	for _, k := range m.Keys {
 		if k.Result == kvstore.Different {
 			diff = append(diff, fmt.Sprintf("idempotency key %q of deleted %s", k.Key, k.ID))
+		}
+	}
+	if len(m.Tokens) > 0 {
+		n := map[kvstore.Outcome]int{}
+		for _, t := range m.Tokens {
+			if n[t.Result]++; t.Result == kvstore.Different {
+				diff = append(diff, fmt.Sprintf("token %q", t.Name))
+			}
+		}
+		if _, err := fmt.Fprintf(out, "tokens: copied %d, skipped %d, different %d\n", n[kvstore.Copied], n[kvstore.Skipped], n[kvstore.Different]); err != nil {
+			return err
 		}
 	}
 	if len(diff) > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -218,4 +219,49 @@ func TestMigrateUsage(t *testing.T) {
 	if r.out != "" || strings.Contains(r.errOut, "pa55word") {
 		t.Errorf("a migrate that reached no NATS printed %q, %q", r.out, r.errOut)
 	}
+}
+
+// TestMigrateCopiesTokens: the scoped tokens of a bolt store work on the
+// kv store after a migrate, and a token of the same name the kv store
+// made since is left as it is.
+func TestMigrateCopiesTokens(t *testing.T) {
+	cleanEnv(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	db, err := cursor.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func(name string) cursor.Token {
+		sum := sha256.Sum256([]byte("bst_" + name))
+		return cursor.Token{Name: name, IDPrefix: name + "-", Role: cursor.Operator, CreatedAt: time.Unix(1e9, 0).UTC(), Hash: sum[:]}
+	}
+	for _, name := range []string{"team-a", "team-b"} {
+		if err := db.CreateToken(ctx, tok(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	url := testutil.NATS(t, t.TempDir(), -1).ClientURL()
+	migrate := func() cliResult {
+		return cli(t, "", "migrate", "--from-bolt", path, "--nats-url", url, "--kv-replicas", "1")
+	}
+	if r := migrate(); r.out != "copied 0, skipped 0, different 0\ntokens: copied 2, skipped 0, different 0\n" {
+		t.Fatalf("first run: exit %d, printed %q %q", r.code, r.out, r.errOut)
+	}
+	kv := openTestKV(t, url)
+	if got, ok := kv.LookupToken(sha256.Sum256([]byte("bst_team-b"))); !ok || got.IDPrefix != "team-b-" || got.Role != cursor.Operator {
+		t.Fatalf("team-b in the kv store: %+v, %v", got, ok)
+	}
+	if _, err := kv.DeleteToken(ctx, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	other := tok("team-a")
+	other.Hash = make([]byte, sha256.Size)
+	if err := kv.CreateToken(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	migrate().want(t, 0, "tokens: copied 0, skipped 1, different 1", `token "team-a"`)
 }
