@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -38,6 +39,10 @@ type tokenSet struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+	// closing is set before the watch is stopped on purpose; a watch that
+	// ends without it would leave revocations through other bridges
+	// unseen, and says so.
+	closing atomic.Bool
 }
 
 // openTokens binds the bucket and waits until the watch has read every
@@ -95,9 +100,14 @@ func (ts *tokenSet) run(w jetstream.KeyWatcher, ready chan struct{}) {
 		}
 		ts.learn(t, e.Revision())
 	}
+	if !ts.closing.Load() {
+		ts.log.Error("kvstore: the watch of the tokens ended (connection closed?); tokens made or revoked through other bridges are not seen here",
+			"bucket", ts.kv.Bucket())
+	}
 }
 
 func (ts *tokenSet) close() {
+	ts.closing.Store(true)
 	ts.stop()
 	<-ts.done
 }
