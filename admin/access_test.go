@@ -35,6 +35,7 @@ var accessCases = map[string]accessCase{
 	"GET /v1/registrations/{id}/attempts": {"/v1/registrations/{id}/attempts", "", read},
 	"POST /v1/registrations/{id}/resend":  {"/v1/registrations/{id}/resend", `{"seq":3}`, write},
 	"GET /v1/attempts":                    {"/v1/attempts?seq=3", "", read},
+	"POST /v1/plan":                       {"/v1/plan", `{"registrations":[{"id":"{id}","namespace":"outbox","subject":"journal.>","url":"https://x.example/"}]}`, write},
 	"POST /v1/purge":                      {"/v1/purge", `{"completedOlderThan":"1h"}`, rootOnly},
 	"GET /v1/cluster":                     {"/v1/cluster", "", rootOnly},
 	"POST /v1/tokens":                     {"/v1/tokens", `{"name":"another","idPrefix":"team-a-","role":"viewer"}`, rootOnly},

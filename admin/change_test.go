@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -136,4 +137,84 @@ func TestReplaceUnchangedStillResetsParking(t *testing.T) {
 	if v.State != "active" || v.Attempts != 0 || stored.State != cursor.Active || !stored.UpdatedAt.Equal(h.clock.now()) {
 		t.Errorf("PUT on a parked registration: answered %s/%d, stored %s at %v", v.State, v.Attempts, stored.State, stored.UpdatedAt)
 	}
+}
+
+// TestPlanAnswersEveryEntryAndChangesNothing: one plan of a file's
+// entries names each one's change, or the refusal its write would get,
+// and writes nothing.
+func TestPlanAnswersEveryEntryAndChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.create(changeBody)
+	h.create(`{"id":"same","namespace":"outbox","subject":"journal.x","url":"https://a.example/"}`)
+	h.create(`{"id":"ns","namespace":"outbox","subject":"journal.x","url":"https://a.example/"}`)
+	before, _ := h.store.Get(t.Context(), "c")
+	h.clock.advance(time.Hour)
+	cases := []struct {
+		entry, id, change string
+		status            int
+		fragment          string
+	}{
+		{`{"id":"same","namespace":"outbox","subject":"journal.x","url":"https://a.example/","start":"first"}`, "same", "unchanged", 0, ""},
+		{strings.Replace(changeBody, goodSecret, otherSecret, 1), "c", "update", 0, ""},
+		{`{"id":"new","namespace":"outbox","subject":"journal.y","url":"https://a.example/"}`, "new", "create", 0, ""},
+		{`{"id":"refused","namespace":"outbox","subject":"journal.y","url":"https://refused.example/"}`, "refused", "", 400, "not granted"},
+		{`{"id":"ns","namespace":"a2a","taskId":"t","url":"https://a.example/"}`, "ns", "", 400, "namespace cannot change"},
+		{`{"namespace":"outbox","subject":"journal.y","url":"https://a.example/"}`, "", "", 400, "id is required"},
+		{`{"id":"odd","namespace":"outbox","subject":"journal.y","url":"https://a.example/","colour":"red"}`, "odd", "", 400, `unknown field "colour"`},
+		{`[]`, "", "", 400, "must be a JSON object"},
+		{`{"id":"new","namespace":"outbox","subject":"journal.z","url":"https://a.example/"}`, "new", "", 400, "listed twice"},
+	}
+	entries := make([]string, len(cases))
+	for i, c := range cases {
+		entries[i] = c.entry
+	}
+	res := h.do("POST", "/v1/plan", `{"registrations":[`+strings.Join(entries, ",")+`]}`)
+	if res.status != http.StatusOK {
+		t.Fatalf("plan: %d %s", res.status, res.body)
+	}
+	var plan Plan
+	if err := json.Unmarshal(res.body, &plan); err != nil || len(plan.Registrations) != len(cases) {
+		t.Fatalf("plan answered %s (%v), want %d entries", res.body, err, len(cases))
+	}
+	for i, c := range cases {
+		e := plan.Registrations[i]
+		ok := e.ID == c.id && e.Change == c.change
+		if c.status != 0 {
+			ok = ok && e.Error != nil && e.Error.Status == c.status && strings.Contains(e.Error.Message, c.fragment)
+		} else {
+			ok = ok && e.Error == nil
+		}
+		if !ok {
+			t.Errorf("entry %d: %+v (error %+v); want id %q change %q status %d %q", i, e, e.Error, c.id, c.change, c.status, c.fragment)
+		}
+	}
+	if after, _ := h.store.Get(t.Context(), "c"); after.Secret != goodSecret || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Errorf("a plan changed c: %+v", after)
+	}
+	wantError(t, h.do("GET", "/v1/registrations/new", ""), http.StatusNotFound, "not_found")
+
+	wantError(t, h.do("POST", "/v1/plan", `{}`), http.StatusBadRequest, "invalid_argument", "registrations is required")
+	many := `{"registrations":[` + strings.TrimSuffix(strings.Repeat(`{},`, maxPlanEntries+1), ",") + `]}`
+	wantError(t, h.do("POST", "/v1/plan", many), http.StatusBadRequest, "invalid_argument", "at most 1000")
+}
+
+// TestPlanKeepsToATokensPrefix: an operator's plan refuses an entry
+// outside its prefix as its create would, and says nothing of what is
+// stored there.
+func TestPlanKeepsToATokensPrefix(t *testing.T) {
+	h, viewer, operator := scopedHarness(t)
+	body := `{"registrations":[{"id":"team-a-1","namespace":"outbox","subject":"journal.>","url":"https://x.example/"},` +
+		`{"id":"team-b-1","namespace":"outbox","subject":"journal.>","url":"https://x.example/"}]}`
+	res := h.as(operator, "POST", "/v1/plan", body)
+	var plan Plan
+	if err := json.Unmarshal(res.body, &plan); err != nil || len(plan.Registrations) != 2 {
+		t.Fatalf("plan: %d %s", res.status, res.body)
+	}
+	if e := plan.Registrations[0]; e.Change != "unchanged" {
+		t.Errorf("team-a-1: %+v", e)
+	}
+	if e := plan.Registrations[1]; e.Error == nil || e.Error.Status != 400 || !strings.Contains(e.Error.Message, `id must start with "team-a-"`) {
+		t.Errorf("team-b-1: %+v", e)
+	}
+	wantError(t, h.as(viewer, "POST", "/v1/plan", body), http.StatusForbidden, codePermissionDenied)
 }

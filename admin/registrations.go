@@ -258,18 +258,25 @@ func (s *server) replacement(ctx context.Context, id string, req *registrationRe
 	if err != nil {
 		return old, cursor.Config{}, storeError(err, id, "reading the registration")
 	}
+	cfg, err := s.replacementOf(ctx, old, req, now)
+	return old, cfg, err
+}
+
+// replacementOf validates req, whose id is old's, as the Config that
+// replaces old's.
+func (s *server) replacementOf(ctx context.Context, old cursor.Registration, req *registrationRequest, now time.Time) (cursor.Config, error) {
 	if req.Namespace == "" {
 		req.Namespace = old.Namespace
 	}
 	if projection.Namespace(req.Namespace).Valid() && req.Namespace != old.Namespace {
-		return old, cursor.Config{}, invalid("namespace cannot change: registration %q is %s; delete it and register it again", id, old.Namespace)
+		return cursor.Config{}, invalid("namespace cannot change: registration %q is %s; delete it and register it again", old.ID, old.Namespace)
 	}
 	cfg, err := s.validConfig(ctx, req)
 	if err != nil {
-		return old, cfg, err
+		return cfg, err
 	}
 	rotateSecret(&cfg, old.Config, now)
-	return old, cfg, nil
+	return cfg, nil
 }
 
 // rotateSecret keeps a replaced secret signing beside its successor for

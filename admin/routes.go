@@ -34,6 +34,7 @@ func (s *server) table() []route {
 		{"GET", "/v1/registrations/{id}/attempts", read, s.serve(s.registrationAttempts)},
 		{"POST", "/v1/registrations/{id}/resend", write, s.serve(s.resend)},
 		{"GET", "/v1/attempts", read, s.serve(s.sequenceAttempts)},
+		{"POST", "/v1/plan", write, s.serve(s.plan)},
 		{"POST", "/v1/purge", rootOnly, s.serve(s.purge)},
 		{"GET", "/v1/cluster", rootOnly, s.serve(s.cluster)},
 		{"POST", "/v1/tokens", rootOnly, s.serve(s.createToken)},

@@ -40,6 +40,8 @@ func TestSecretsNeverInAnswers(t *testing.T) {
 	send("PUT", "/v1/registrations/ob?dryRun=true", strings.Replace(outbox, secret, otherSecret, 1))
 	send("POST", "/v1/registrations?dryRun=true", strings.Replace(outbox, `"id":"ob"`, `"id":"ob2"`, 1))
 	send("POST", "/v1/registrations?dryRun=true", outbox)
+	send("POST", "/v1/plan", `{"registrations":[`+outbox+`,`+strings.Replace(a2a, `"a2a"`, `"outbox"`, 1)+`,`+
+		strings.Replace(outbox, secret, "whsec_"+keyText, 1)+`]}`)
 	_ = h.store.Park(t.Context(), "ob", "receiver answered 500")
 	send("POST", "/v1/registrations/ob/unpark", "")
 	send("POST", "/v1/registrations/ob/rewind", `{"seq":1}`)

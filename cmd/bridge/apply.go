@@ -11,6 +11,8 @@ import (
 	"os"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/jetstream-bridge/bridge/admin"
 )
 
 const applySynopsis = "-f FILE [--prune PREFIX] [--dry-run] [--json]"
@@ -19,6 +21,13 @@ const applySynopsis = "-f FILE [--prune PREFIX] [--dry-run] [--json]"
 // a bridge busy over the network's round trips, few enough not to crowd
 // out its other clients.
 const applyConcurrency = 8
+
+// A plan the API takes holds at most maxPlanEntries entries (the API's
+// bound) in a body well under its 1 MiB limit.
+const (
+	maxPlanEntries = 1000
+	maxPlanBytes   = 900 << 10
+)
 
 // The changes apply makes, in the words of the API's Bridge-Change header
 // where it names them.
@@ -102,16 +111,21 @@ func readManifest(name string, stdin io.Reader) ([]manifestEntry, error) {
 	return parseManifest(name, data, os.LookupEnv)
 }
 
-// planApply asks the API what each entry would change, by a dry run of
-// its PUT (or of its create, when the id is not found), and lists what
-// --prune would delete. The API validates each entry as the write would,
-// secrets included, and changes nothing.
+// planApply asks the API what each entry would change (POST /v1/plan,
+// the dry run of each entry's PUT, or of its create when the id is not
+// found) and lists what --prune would delete. The API checks each entry
+// as the write would, secrets included, and changes nothing.
 func planApply(ctx context.Context, c *adminClient, entries []manifestEntry, prune string) ([]step, error) {
 	steps := make([]step, len(entries))
 	for i, e := range entries {
 		steps[i] = step{id: e.id, body: e.body}
 	}
-	if err := runSteps(ctx, c, steps, plan); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for _, chunk := range planChunks(steps) {
+		g.Go(func() error { return planChunk(gctx, c, chunk) })
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	if prune == "" {
@@ -139,6 +153,61 @@ func planApply(ctx context.Context, c *adminClient, entries []manifestEntry, pru
 	return steps, nil
 }
 
+// planChunks cuts steps into plans the API takes: at most
+// maxPlanEntries entries and maxPlanBytes of them each.
+func planChunks(steps []step) [][]step {
+	var chunks [][]step
+	start, size := 0, 0
+	for i, st := range steps {
+		if i > start && (i-start == maxPlanEntries || size+len(st.body) > maxPlanBytes) {
+			chunks = append(chunks, steps[start:i])
+			start, size = i, 0
+		}
+		size += len(st.body) + 1
+	}
+	if start < len(steps) {
+		chunks = append(chunks, steps[start:])
+	}
+	return chunks
+}
+
+// planChunk sends one plan and sets each step's change, or the refusal
+// its write would get.
+func planChunk(ctx context.Context, c *adminClient, chunk []step) error {
+	body := struct {
+		Registrations []json.RawMessage `json:"registrations"`
+	}{make([]json.RawMessage, len(chunk))}
+	for i, st := range chunk {
+		body.Registrations[i] = st.body
+	}
+	data, err := c.call(ctx, http.MethodPost, "/v1/plan", body, nil)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return fmt.Errorf("the admin API at %s has no /v1/plan: the bridge is older than bridge apply; upgrade it", c.base)
+	}
+	if err != nil {
+		return err
+	}
+	var plan admin.Plan
+	if err := decodeAnswer(data, &plan); err != nil {
+		return err
+	}
+	if len(plan.Registrations) != len(chunk) {
+		return fmt.Errorf("the admin API planned %d registrations of the %d sent", len(plan.Registrations), len(chunk))
+	}
+	for i, e := range plan.Registrations {
+		switch {
+		case e.Error != nil:
+			chunk[i].err = &apiError{Status: e.Error.Status, Code: e.Error.Code, Message: e.Error.Message}
+		case e.Change != changeCreate && e.Change != changeUpdate && e.Change != changeUnchanged:
+			return fmt.Errorf("the admin API planned %q for registration %q, a change this client does not know", e.Change, chunk[i].id)
+		default:
+			chunk[i].change = e.Change
+		}
+	}
+	return nil
+}
+
 // runSteps calls do for every step, applyConcurrency at once. A refusal
 // of the API is kept in its step; any other failure (the API out of
 // reach) stops them all.
@@ -156,24 +225,6 @@ func runSteps(ctx context.Context, c *adminClient, steps []step, do func(context
 		})
 	}
 	return g.Wait()
-}
-
-// plan is the dry run of one entry.
-func plan(ctx context.Context, c *adminClient, st *step) error {
-	h, _, err := c.exchange(ctx, http.MethodPut, registrationPath(st.id)+"?dryRun=true", st.body, nil)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		h, _, err = c.exchange(ctx, http.MethodPost, "/v1/registrations?dryRun=true", st.body, nil)
-	}
-	if err != nil {
-		return err
-	}
-	st.change = h.Get("Bridge-Change")
-	if _, ok := changeMarks[st.change]; !ok || st.change == changeDelete {
-		return fmt.Errorf("the admin API at %s answered a dry run without saying what it would change (Bridge-Change %q): it is older than bridge apply; upgrade it",
-			c.base, st.change)
-	}
-	return nil
 }
 
 // write makes one planned change.
