@@ -34,6 +34,7 @@ var v1Routes = []v1Route{
 	{"GET", "/v1/registrations/{id}/attempts", "", "read"},
 	{"POST", "/v1/registrations/{id}/resend", `{"seq":1}`, "write"},
 	{"GET", "/v1/attempts?seq=1", "", "read"},
+	{"POST", "/v1/plan", `{"registrations":[{"id":"{id}","namespace":"outbox","subject":"journal.none","url":"{url}"}]}`, "write"},
 	{"POST", "/v1/purge", `{"completedOlderThan":"1000h"}`, "root"},
 	{"GET", "/v1/cluster", "", "root"},
 	{"POST", "/v1/tokens", `{"name":"made-in-table","idPrefix":"x-","role":"viewer"}`, "root"},
