@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,31 @@ func TestExpand(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("expand(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// TestParseManifestJSONLines: strict JSON takes the fast path, with each
+// entry's line and its numbers as written; JSON it refuses (a name twice)
+// is read by the YAML parser, which names the line.
+func TestParseManifestJSONLines(t *testing.T) {
+	file := "{\n  \"registrations\": [\n    {\"id\": \"a\", \"start\": {\"seq\": 18446744073709551615}},\n\n    {\n      \"id\": \"b\"}\n  ]\n}\n"
+	fields, lines, ok := jsonEntries([]byte(file))
+	if !ok || len(fields) != 2 || !slices.Equal(lines, []int{3, 5}) {
+		t.Fatalf("fast path: ok %v, %d entries, lines %v", ok, len(fields), lines)
+	}
+	got, err := parseManifest("apps.json", []byte(file), env(nil))
+	if err != nil || !strings.Contains(string(got[0].body), `"seq":18446744073709551615`) || got[1].line != 5 {
+		t.Fatalf("parsed %v: %+v", err, got)
+	}
+	twice := "{\"registrations\": [\n  {\"id\": \"a\",\n   \"id\": \"b\"}]}"
+	if _, _, ok := jsonEntries([]byte(twice)); ok {
+		t.Error("a name twice took the fast path")
+	}
+	if _, err := parseManifest("apps.json", []byte(twice), env(nil)); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("a name twice: %v, want its line", err)
+	}
+	flow := "{registrations: [{id: a}]}" // YAML's flow style, not JSON
+	if got, err := parseManifest("apps.yaml", []byte(flow), env(nil)); err != nil || len(got) != 1 || got[0].id != "a" {
+		t.Errorf("YAML flow style: %v %+v", err, got)
 	}
 }
