@@ -68,12 +68,22 @@ registrations:
 }
 
 // TestApplyRegistrationsAsCode applies a file the way CI does, with the
-// real binary: created, then unchanged (no updatedAt moves), a secret
-// rotated in the environment (the cursor kept, deliveries signed with
-// the new key), a dry run that changes nothing, --prune bounded to its
-// prefix, and two bad files that apply nothing.
+// real binary, to a bridge of each store: created, then unchanged (no
+// updatedAt moves), a secret rotated in the environment (the cursor
+// kept, deliveries signed with the new key), a dry run that changes
+// nothing, --prune bounded to its prefix, and two bad files that apply
+// nothing.
 func TestApplyRegistrationsAsCode(t *testing.T) {
-	d := newDaemon(t)
+	for store, flags := range map[string][]string{
+		"bolt": nil,
+		"kv":   {"--store", "kv", "--kv-replicas", "1"},
+	} {
+		t.Run(store, func(t *testing.T) { applyRegistrationsAsCode(t, flags...) })
+	}
+}
+
+func applyRegistrationsAsCode(t *testing.T, flags ...string) {
+	d := newDaemon(t, flags...)
 	d.start()
 	s := newPathSink(t)
 	pub := newPublisher(t, "nats://"+d.natsAddr)
