@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetstream-bridge/bridge/internal/elected"
 	"github.com/jetstream-bridge/bridge/projection"
 )
 
@@ -69,22 +72,53 @@ func (r *Reader) Tail(ctx context.Context, notify func(subject string, seq uint6
 		return errors.New("journal: Tail is already running on this reader")
 	}
 	defer r.tailing.Store(false)
+	var stops sync.WaitGroup
+	defer stops.Wait()
 	r.mu.Lock()
 	gen := r.gen
 	r.mu.Unlock()
 	var resume uint64 // 0: after the stream's last message
+	failed := 0
 	for {
-		run, err := r.tailOnce(ctx, notify, gen, resume)
+		run, err := r.tailOnce(ctx, notify, gen, resume, &stops)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !errors.Is(err, errTailRestart) {
-			return err
+		var missing *NotFoundError
+		switch {
+		case errors.Is(err, errTailRestart):
+			failed = 0
+			gen, resume = run.gen, run.resume.Load()
+			r.log.Info("journal tail restarting", "stream", r.stream, "resume", resume)
+			continue
+		case resume > 0 && failed < tailRestartAttempts && !errors.As(err, &missing):
+			// Another leader of the cluster (its meta leader, which
+			// places the consumer) may still be electing: the tail tries
+			// again where it stood rather than giving up the place.
+			failed++
+			r.log.Warn("journal tail: could not start again; trying again", "stream", r.stream, "resume", resume, "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(tailRestartPause):
+			}
+			continue
 		}
-		gen, resume = run.gen, run.resume.Load()
-		r.log.Info("journal tail restarting", "stream", r.stream)
+		return err
 	}
 }
+
+// tailStartWait bounds the creation of a run's consumer: a request sent
+// while the cluster's meta leader is being elected goes unanswered, and
+// waiting out a longer timeout for it delays the run that would succeed a
+// moment later.
+// tailRestartAttempts and tailRestartPause are how often, and how soon,
+// a restart that failed is tried again at the same place.
+const (
+	tailStartWait       = 2 * time.Second
+	tailRestartAttempts = 20
+	tailRestartPause    = 250 * time.Millisecond
+)
 
 // tailRun is one ordered consumer's run of the tail.
 type tailRun struct {
@@ -95,15 +129,26 @@ type tailRun struct {
 	// only the delivery goroutine touches it.
 	consumer string
 	// resume is where the next run starts on the same stream when this
-	// one gave up on a message it could not vouch for; 0 when none did.
+	// one gave up on a message it could not vouch for, or stepped aside
+	// for a new leader; 0 when none did.
 	resume atomic.Uint64
+	// next is the sequence after the last message this run pushed (its
+	// start until it pushed one): where a run that replaces it for a new
+	// leader starts, so the replacement skips and repeats nothing.
+	next atomic.Uint64
 }
 
 // tailOnce runs one ordered consumer until ctx ends or the stream is
 // re-created. It starts after the stream's last message, at resume when
 // the previous run gave up there, or at the first message when the stream
 // is not the one of generation gen any more.
-func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen, resume uint64) (*tailRun, error) {
+//
+// The run's consumer is stopped in the background, on stops: stopping
+// waits for the consumer's lock, which a reset in progress holds until its
+// request to a dead server times out, and the next run must not wait for
+// that. Messages the old consumer still hands on are refused by the ring's
+// new epoch.
+func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen, resume uint64, stops *sync.WaitGroup) (*tailRun, error) {
 	run := &tailRun{ctx: ctx, gen: gen}
 	st, err := r.refresh(ctx)
 	if err != nil {
@@ -127,8 +172,13 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 		start = min(max(resume, st.FirstSeq), st.LastSeq+1)
 	}
 	run.epoch = r.ring.restart(start, st.LastSeq)
+	run.next.Store(start)
 	defer r.ring.stop(run.epoch)
-	cons, err := r.js.OrderedConsumer(ctx, r.stream, jetstream.OrderedConsumerConfig{
+	elections, unwatch := r.watchElections()
+	defer unwatch()
+	startCtx, cancel := context.WithTimeout(ctx, tailStartWait)
+	defer cancel()
+	cons, err := r.js.OrderedConsumer(startCtx, r.stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy:    jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:      start,
 		MaxResetAttempts: tailResetAttempts,
@@ -150,16 +200,33 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	if err != nil {
 		return run, fmt.Errorf("journal: consuming the tail of stream %s at %d: %w", r.stream, start, err)
 	}
-	defer func() {
+	defer stops.Go(func() {
 		cc.Stop()
 		<-cc.Closed()
-	}()
+	})
 	select {
 	case <-ctx.Done():
 		return run, nil
 	case <-r.tailReset:
 		return run, errTailRestart
+	case <-elections:
+		r.log.Info("journal tail: the stream elected a new leader; replacing the consumer now, not when its heartbeats are missed",
+			"stream", r.stream, "resume", run.next.Load())
+		run.resume.Store(run.next.Load())
+		return run, errTailRestart
 	}
+}
+
+// watchElections signals when the stream elects a leader: the ordered
+// consumer lives on one server, and a new leader serves the stream long
+// before the consumer's missed heartbeats would tell (see package elected).
+func (r *Reader) watchElections() (<-chan struct{}, func()) {
+	ch, stop, err := elected.Watch(r.js.Conn(), r.stream)
+	if err != nil {
+		r.log.Warn("journal tail: cannot watch the stream's leader elections; a lost leader is noticed by missed heartbeats",
+			"stream", r.stream, "error", err)
+	}
+	return ch, stop
 }
 
 // tailed puts one message in the ring, then wakes the caller: a read that
@@ -187,6 +254,7 @@ func (r *Reader) tailed(run *tailRun, msg jetstream.Msg, notify func(string, uin
 	if !r.ring.push(run.epoch, rec) {
 		return // notified already, or from a consumer that was replaced
 	}
+	run.next.Store(rec.Seq + 1)
 	r.noteLast(rec.Seq)
 	r.stats.tail.Add(1)
 	notify(rec.Subject, rec.Seq)
