@@ -65,13 +65,15 @@ fuzz:
 	  done; \
 	done
 
-# Many more crash-and-restart rounds than the default suite runs, then
-# every end-to-end drill once; the bridge binary the drills run is built
+# Many more crash-and-restart rounds than the default suite runs, the
+# drills of a cluster under churn 20 times each, then every end-to-end
+# drill once; the bridge binary the drills run is built
 # with the race detector (BRIDGE_E2E_RACE), and a race it reports fails
 # the drill. The second run goes ahead when the first failed.
 soak:
 	status=0; \
 	BRIDGE_SOAK=1 BRIDGE_E2E_RACE=1 $(GO) test -race -count=1 -timeout 60m -run 'TestCrashKillNineLosesNothing|TestStreamRecreatedUnderRunningBridge|TestClusterSurvivesLossOfNATSLeaders' -v ./test/e2e/ || status=1; \
+	BRIDGE_E2E_RACE=1 $(GO) test -race -count=20 -timeout 30m -run 'TestClusterCreatesWhileSharesMove|TestClusterResumesAfterJournalLeaderKilled' ./test/e2e/ || status=1; \
 	BRIDGE_E2E_RACE=1 $(GO) test -race -count=1 -timeout 30m ./test/e2e/ || status=1; \
 	exit $$status
 
