@@ -218,3 +218,17 @@ func TestCreateIdempotencyKey(t *testing.T) {
 	wantError(t, h.do("POST", "/v1/registrations", body, "Idempotency-Key", strings.Repeat("k", 256)),
 		http.StatusBadRequest, "invalid_argument", "Idempotency-Key must be")
 }
+
+// Member names are exact, as the OpenAPI document names them: one in
+// another case is refused and named, also inside an object, so a body
+// holding "url" and "URL" cannot be read two ways.
+func TestMemberNamesAreExact(t *testing.T) {
+	h := newHarness(t)
+	wantError(t, h.do("POST", "/v1/registrations", `{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","URL":"https://b.example/"}`),
+		400, "invalid_argument", `"URL"`, `did you mean "url"`)
+	wantError(t, h.do("POST", "/v1/registrations", `{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","rateLimit":{"PerSecond":5}}`),
+		400, "invalid_argument", `"rateLimit.PerSecond"`)
+	wantError(t, h.do("POST", "/v1/registrations", `{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","start":{"Seq":1}}`),
+		400, "invalid_argument", `"Seq"`)
+	h.create(`{"namespace":"outbox","subject":"journal.>","url":"https://a.example/","rateLimit":{"perSecond":5}}`)
+}

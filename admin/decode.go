@@ -49,7 +49,79 @@ func decodeStrict(data []byte, v any) error {
 	if len(bytes.Trim(data[dec.InputOffset():], jsonSpace)) != 0 {
 		return invalid("request body has data after the JSON object")
 	}
+	return exactNames(data, reflect.TypeOf(v))
+}
+
+// exactNames refuses a member named like a field in another case ("URL"
+// for "url"), which encoding/json would take for it. Names are exact in
+// JSON and in the OpenAPI document: a body with both "url" and "URL"
+// would otherwise be read one way here and another way by a proxy or a
+// gateway that checked it.
+func exactNames(data []byte, t reflect.Type) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil // the strict decode has reported it
+	}
+	return namesOf(v, t, "")
+}
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
+
+func namesOf(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == rawMessage: // decoded strictly on its own later
+	case t.Kind() == reflect.Struct:
+		m, _ := v.(map[string]any)
+		fields := jsonFields(t)
+		for name, member := range m {
+			f, ok := fields[name]
+			if !ok {
+				for known := range fields {
+					if strings.EqualFold(known, name) {
+						return invalid("unknown field %q: member names are case-sensitive; did you mean %q?", path+name, path+known)
+					}
+				}
+				continue // an unknown name: the strict decode has refused it
+			}
+			if err := namesOf(member, f, path+name+"."); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map:
+		m, _ := v.(map[string]any)
+		for k, member := range m {
+			if err := namesOf(member, t.Elem(), path+k+"."); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Slice:
+		a, _ := v.([]any)
+		for i, member := range a {
+			if err := namesOf(member, t.Elem(), fmt.Sprintf("%s%d.", path, i)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// jsonFields maps the JSON names of t's exported fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+		case name == "":
+			out[f.Name] = f.Type
+		default:
+			out[name] = f.Type
+		}
+	}
+	return out
 }
 
 // decodeError names the field and the problem of a failed decode.

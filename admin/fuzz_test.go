@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func FuzzCreateRegistration(f *testing.F) {
 	h := New(Options{Store: store, Journal: journal, Guard: fakeGuard{}, Token: testToken})
 
 	f.Fuzz(func(t *testing.T, body []byte) {
-		res := serveFuzz(h, "POST", "/v1/registrations", body)
+		res := serveFuzz(t, h, "POST", "/v1/registrations", body)
 		verdict := contractValid(body, journal.last)
 		if res.Code != http.StatusCreated {
 			checkErrorAnswer(t, res)
@@ -83,17 +84,21 @@ func FuzzCreateRegistration(f *testing.F) {
 			t.Errorf("the answer echoes the secret: %s", res.Body.Bytes())
 		}
 		// Leave the store empty for the next input.
-		if del := serveFuzz(h, "DELETE", "/v1/registrations/"+url.PathEscape(view.ID), nil); del.Code != http.StatusNoContent {
+		if del := serveFuzz(t, h, "DELETE", "/v1/registrations/"+url.PathEscape(view.ID), nil); del.Code != http.StatusNoContent {
 			t.Fatalf("deleting %q: %d %s", view.ID, del.Code, del.Body.Bytes())
 		}
 	})
 }
 
-func serveFuzz(h http.Handler, method, path string, body []byte) *httptest.ResponseRecorder {
+// serveFuzz serves one request and checks the exchange against the
+// OpenAPI document.
+func serveFuzz(t *testing.T, h http.Handler, method, path string, body []byte) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	res := httptest.NewRecorder()
 	h.ServeHTTP(res, req)
+	checkExchange(t, req, body, res)
 	return res
 }
 
@@ -174,6 +179,10 @@ func contractValid(body []byte, last uint64) error {
 	}
 	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
 		return errors.New("not an object")
+	}
+	// Member names are exact: "URL" is not "url" (CONTRACT §3, camelCase).
+	if err := exactNames(body, reflect.TypeFor[contractRequest]()); err != nil {
+		return err
 	}
 	if r.ID != nil && *r.ID != "" && (!idPattern.MatchString(*r.ID) || *r.ID == "." || *r.ID == "..") {
 		return fmt.Errorf("id %q", *r.ID)

@@ -190,15 +190,16 @@ func TestRefusedA2AURLs(t *testing.T) {
 		})
 	}
 	// Bodies that say the url twice: the guard judges the value stored,
-	// whichever spelling of the key carries it.
-	for i, body := range []string{
-		`{"namespace":"a2a","taskId":"t-1","url":"https://8.8.8.8/hook","url":"https://169.254.169.254/"}`,
-		`{"namespace":"a2a","taskId":"t-1","url":"https://8.8.8.8/hook","URL":"https://127.0.0.1/"}`,
-		`{"namespace":"a2a","taskId":"t-1","url":"https://8.8.8.8/hook","Url":"https://[::1]/"}`,
+	// and a key spelt in another case is refused as such, so no spelling
+	// carries a private address past the guard.
+	for i, c := range []struct{ body, names string }{
+		{`{"namespace":"a2a","taskId":"t-1","url":"https://8.8.8.8/hook","url":"https://169.254.169.254/"}`, "private address"},
+		{`{"namespace":"a2a","taskId":"t-1","url":"https://8.8.8.8/hook","URL":"https://127.0.0.1/"}`, `unknown field "URL"`},
+		{`{"namespace":"a2a","taskId":"t-1","url":"https://8.8.8.8/hook","Url":"https://[::1]/"}`, `unknown field "Url"`},
 	} {
 		t.Run("twice-"+strconv.Itoa(i), func(t *testing.T) {
-			code, answer := callAdmin(t, d, "POST", "/v1/registrations", []byte(body))
-			wantRefusal(t, code, answer, http.StatusBadRequest, "private address")
+			code, answer := callAdmin(t, d, "POST", "/v1/registrations", []byte(c.body))
+			wantRefusal(t, code, answer, http.StatusBadRequest, c.names)
 		})
 	}
 	if ids := storedIDs(t, d); len(ids) != 1 || ids[0] != "control" {
