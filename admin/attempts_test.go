@@ -38,13 +38,15 @@ func (f *fakeLog) Resend(_ context.Context, id string, seq uint64) ([]attempt.At
 	n := int(seq % 3)
 	out := make([]attempt.Attempt, 0, n)
 	for i := range n {
-		out = append(out, attempt.Attempt{Registration: id, Seq: seq, Index: i, Trigger: attempt.TriggerResend})
+		out = append(out, attempt.Attempt{Registration: id, Seq: seq, Index: i, Attempt: 2,
+			Outcome: attempt.Outcome2xx, Status: http.StatusNoContent, Trigger: attempt.TriggerResend})
 	}
 	return out, nil
 }
 
 func TestAttemptRoutes(t *testing.T) {
-	log := &fakeLog{byReg: []attempt.Attempt{{Registration: "a", Seq: 3, Attempt: 1}}, next: 17,
+	log := &fakeLog{byReg: []attempt.Attempt{{Registration: "a", Seq: 3, Attempt: 1,
+		Outcome: attempt.Outcome5xx, Status: 503, Error: "503 Service Unavailable", Trigger: attempt.TriggerDelivery}}, next: 17,
 		resent: map[uint64]error{
 			9:  fmt.Errorf("%w: 9", attempt.ErrNoMessage),
 			10: fmt.Errorf("%w: 10", attempt.ErrUnprojectable),

@@ -68,7 +68,8 @@ func newHarness(t *testing.T, mod ...func(*Options)) *harness {
 	for _, f := range mod {
 		f(&opts)
 	}
-	h.srv = httptest.NewServer(New(opts))
+	// Every exchange of the test is checked against the OpenAPI document.
+	h.srv = httptest.NewServer(validated(t, New(opts)))
 	t.Cleanup(h.srv.Close)
 	return h
 }

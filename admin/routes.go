@@ -21,7 +21,9 @@ type route struct {
 	h            http.Handler
 }
 
-// table is every route the API serves.
+// table is every route the API serves. The document of
+// GET /v1/openapi.json describes each /v1 route of it (a test holds
+// them together).
 func (s *server) table() []route {
 	return []route{
 		{"POST", "/v1/registrations", write, s.serve(s.create)},
@@ -41,6 +43,9 @@ func (s *server) table() []route {
 		{"GET", "/v1/tokens", rootOnly, s.serve(s.listTokens)},
 		{"DELETE", "/v1/tokens/{name}", rootOnly, s.serve(s.revokeToken)},
 		{"GET", "/v1/whoami", read, s.serve(s.whoami)},
+		// The description of the API needs no token, so tools can fetch
+		// it before they hold one.
+		{"GET", "/v1/openapi.json", public, s.serve(s.openAPI)},
 		{"GET", "/healthz", public, s.serve(s.healthz)},
 		{"GET", "/readyz", public, s.serve(s.readyz)},
 		{"GET", "/metrics", public, s.serve(s.serveMetrics)},

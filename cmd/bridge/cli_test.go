@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jetstream-bridge/bridge/admin"
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/openapitest"
 	"github.com/jetstream-bridge/bridge/internal/runflags"
 	"github.com/jetstream-bridge/bridge/netguard"
 )
@@ -34,12 +36,19 @@ func startAPI(t *testing.T) *apiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(admin.New(admin.Options{
+	api := admin.New(admin.Options{
 		Store:   store,
 		Journal: fixedJournal{first: 1, last: 41},
 		Guard:   netguard.NewPolicy(netguard.WithAllowLoopbackHTTP(true)),
 		Token:   testToken,
-	}))
+	})
+	// The CLI's every call and the API's every answer are checked
+	// against the OpenAPI document: the CLI is a client of it like any.
+	v, err := openapitest.New(admin.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(v.Handler(api, func(_ *http.Request, err error) { t.Error(err) }))
 	t.Cleanup(func() {
 		srv.Close()
 		if err := store.Close(); err != nil {

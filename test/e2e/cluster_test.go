@@ -101,7 +101,7 @@ func atOnce(ds []*daemon, method, path string, bodies []string, header http.Head
 			}
 			req.Header.Set("Authorization", "Bearer "+clusterToken)
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := http.DefaultClient.Do(withTest(d.t, req))
 			if err != nil {
 				out[i].err = err
 				return

@@ -68,7 +68,17 @@ func TestMain(m *testing.M) {
 	// cleanup then asks it for its goroutines, instead of hanging it
 	// until the suite's timeout, which runs no cleanup.
 	http.DefaultClient.Timeout = 30 * time.Second
+	// Every admin call through it is checked against the OpenAPI document.
+	validating, err := checkOpenAPI(http.DefaultTransport)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	http.DefaultClient.Transport = validating
 	code := m.Run()
+	if reportMismatches() && code == 0 {
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -220,7 +230,7 @@ func (d *daemon) api(method, path string, body any, out any) int {
 	}
 	req, _ := http.NewRequest(method, "http://"+d.admin+path, r)
 	req.Header.Set("Authorization", "Bearer "+d.token())
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(withTest(d.t, req))
 	if err != nil {
 		d.t.Fatal(err)
 	}
