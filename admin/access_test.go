@@ -90,14 +90,17 @@ func (r storeResender) Resend(ctx context.Context, id string, seq uint64) ([]att
 	if _, err := r.store.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	return []attempt.Attempt{{Registration: id, Seq: seq, Trigger: attempt.TriggerResend}}, nil
+	return []attempt.Attempt{{Registration: id, Seq: seq, Attempt: 2, Outcome: attempt.Outcome2xx, Status: 204, Trigger: attempt.TriggerResend}}, nil
 }
 
 // scopedHarness has team-a-1, team-a-2 and team-b-1, parked, a viewer and
 // an operator token on team-a-, and attempts of seq 3 for both teams.
 func scopedHarness(t *testing.T) (h *harness, viewer, operator string) {
 	t.Helper()
-	log := &fakeLog{byReg: []attempt.Attempt{{Registration: "team-a-1", Seq: 3}, {Registration: "team-b-1", Seq: 3}}}
+	log := &fakeLog{byReg: []attempt.Attempt{
+		{Registration: "team-a-1", Seq: 3, Attempt: 1, Outcome: attempt.Outcome2xx, Status: 204, Trigger: attempt.TriggerDelivery},
+		{Registration: "team-b-1", Seq: 3, Attempt: 1, Outcome: attempt.Outcome2xx, Status: 204, Trigger: attempt.TriggerDelivery},
+	}}
 	h = newHarness(t, func(o *Options) { o.Attempts, o.Resender = log, storeResender{o.Store} })
 	for _, id := range []string{"team-a-1", "team-a-2", "team-b-1"} {
 		h.create(`{"id":"` + id + `","namespace":"outbox","subject":"journal.>","url":"https://x.example/","start":"first"}`)

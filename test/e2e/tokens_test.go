@@ -57,7 +57,7 @@ func callAs(t *testing.T, addr, token, method, path, body string) (int, string) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := http.DefaultClient.Do(withTest(t, req))
 	if err != nil {
 		t.Fatal(err)
 	}
