@@ -44,6 +44,7 @@ var changeMarks = map[string]string{changeCreate: "+", changeUpdate: "~", change
 // step is what apply does to one registration.
 type step struct {
 	id     string
+	line   int // in the file; 0 for a registration --prune found
 	change string
 	body   json.RawMessage // the entry, for a create or an update
 	err    error           // the API's refusal of the entry or of its write
@@ -118,7 +119,7 @@ func readManifest(name string, stdin io.Reader) ([]manifestEntry, error) {
 func planApply(ctx context.Context, c *adminClient, entries []manifestEntry, prune string) ([]step, error) {
 	steps := make([]step, len(entries))
 	for i, e := range entries {
-		steps[i] = step{id: e.id, body: e.body}
+		steps[i] = step{id: e.id, line: e.line, body: e.body}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(applyConcurrency)
@@ -251,7 +252,11 @@ func (s *session) refused(steps []step, summary string, total int) error {
 	for _, st := range steps {
 		if st.err != nil {
 			n++
-			fmt.Fprintf(s.errOut, "bridge %s: registration %q: %v\n", s.cmd.name, st.id, st.err)
+			where := ""
+			if st.line > 0 {
+				where = fmt.Sprintf(" (line %d)", st.line)
+			}
+			fmt.Fprintf(s.errOut, "bridge %s: registration %q%s: %v\n", s.cmd.name, st.id, where, st.err)
 		}
 	}
 	if n == 0 {

@@ -138,7 +138,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	// the first entry included, and the refusal names the id.
 	refused := strings.Replace(appsFile, "http://127.0.0.1:9/billing", "ftp://billing.example/", 1)
 	r := api.cli(t, "apply", "-f", writeFile(t, refused))
-	r.want(t, 1, `registration "app-billing"`, "nothing applied: 1 of 3 registrations refused")
+	r.want(t, 1, `registration "app-billing" (line 8): url`, "nothing applied: 1 of 3 registrations refused")
 	if r.out != "" || len(api.rows(t)) != 0 {
 		t.Errorf("a refused entry still applied: stdout %q, stored %d", r.out, len(api.rows(t)))
 	}
