@@ -121,3 +121,18 @@ func seed(b *testing.B, store *cursor.DB, n int) {
 		}
 	}
 }
+
+// BenchmarkPlan1000Unchanged: one plan of 1,000 signed registrations the
+// store holds as they are, what a second bridge apply sends per call.
+func BenchmarkPlan1000Unchanged(b *testing.B) {
+	h, _ := benchAPI(b)
+	entries := make([]string, 1000)
+	for i := range entries {
+		entries[i] = fmt.Sprintf(`{"id":"r%04d","namespace":"outbox","subject":"journal.orders.%d","url":"https://a.example/%d","secret":%q}`, i, i, i, goodSecret)
+		serveBench(b, h, "POST", "/v1/registrations", entries[i], http.StatusCreated)
+	}
+	body := `{"registrations":[` + strings.Join(entries, ",") + `]}`
+	for b.Loop() {
+		serveBench(b, h, "POST", "/v1/plan", body, http.StatusOK)
+	}
+}
