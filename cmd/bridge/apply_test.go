@@ -194,3 +194,33 @@ func TestApplyWithAnOperatorToken(t *testing.T) {
 		t.Errorf("after the refused file: %v", rows)
 	}
 }
+
+// TestPlanChunks: a plan call holds at most maxPlanEntries entries and
+// maxPlanBytes of them, and an entry larger than that goes alone.
+func TestPlanChunks(t *testing.T) {
+	sizes := func(steps []step) []int {
+		var out []int
+		for _, c := range planChunks(steps) {
+			out = append(out, len(c))
+		}
+		return out
+	}
+	small := make([]step, 2500)
+	for i := range small {
+		small[i].body = json.RawMessage(`{"id":"x"}`)
+	}
+	if got := sizes(small); !slices.Equal(got, []int{1000, 1000, 500}) {
+		t.Errorf("2,500 small entries in plans of %v", got)
+	}
+	big := make([]step, 5)
+	for i := range big {
+		big[i].body = json.RawMessage(strings.Repeat("x", maxPlanBytes/2))
+	}
+	big[2].body = json.RawMessage(strings.Repeat("x", 2*maxPlanBytes))
+	if got := sizes(big); !slices.Equal(got, []int{1, 1, 1, 1, 1}) {
+		t.Errorf("entries of half a plan and one of two plans in plans of %v", got)
+	}
+	if got := sizes(nil); len(got) != 0 {
+		t.Errorf("no entries in plans of %v", got)
+	}
+}
