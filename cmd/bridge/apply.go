@@ -38,8 +38,18 @@ const (
 	changeDelete    = "delete"
 )
 
-// changeMarks are the plan's line prefixes.
-var changeMarks = map[string]string{changeCreate: "+", changeUpdate: "~", changeUnchanged: "=", changeDelete: "-"}
+// mark is a change's line prefix in the plan.
+func mark(change string) string {
+	switch change {
+	case changeCreate:
+		return "+"
+	case changeUpdate:
+		return "~"
+	case changeDelete:
+		return "-"
+	}
+	return "="
+}
 
 // step is what apply does to one registration.
 type step struct {
@@ -85,7 +95,7 @@ func cmdApply(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	if !*dry {
-		if err := runSteps(ctx, c, steps, write); err != nil {
+		if err := writeAll(ctx, c, steps); err != nil {
 			return err
 		}
 	}
@@ -209,15 +219,15 @@ func planChunk(ctx context.Context, c *adminClient, chunk []step) error {
 	return nil
 }
 
-// runSteps calls do for every step, applyConcurrency at once. A refusal
-// of the API is kept in its step; any other failure (the API out of
-// reach) stops them all.
-func runSteps(ctx context.Context, c *adminClient, steps []step, do func(context.Context, *adminClient, *step) error) error {
+// writeAll makes the planned changes, applyConcurrency at once. A
+// refusal of the API (another client got there first) is kept in its
+// step; any other failure (the API out of reach) stops them all.
+func writeAll(ctx context.Context, c *adminClient, steps []step) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(applyConcurrency)
 	for i := range steps {
 		g.Go(func() error {
-			err := do(ctx, c, &steps[i])
+			err := write(ctx, c, &steps[i])
 			var refused *apiError
 			if errors.As(err, &refused) {
 				steps[i].err, err = refused, nil
@@ -236,8 +246,8 @@ func write(ctx context.Context, c *adminClient, st *step) error {
 		_, err = c.call(ctx, http.MethodPost, "/v1/registrations", st.body, nil)
 	case changeUpdate:
 		var h http.Header
-		if h, _, err = c.exchange(ctx, http.MethodPut, registrationPath(st.id), st.body, nil); err == nil {
-			st.change = h.Get("Bridge-Change") // unchanged, if another writer got there first
+		if h, _, err = c.exchange(ctx, http.MethodPut, registrationPath(st.id), st.body, nil); err == nil && h.Get("Bridge-Change") == changeUnchanged {
+			st.change = changeUnchanged // another writer got there first
 		}
 	case changeDelete:
 		_, err = c.call(ctx, http.MethodDelete, registrationPath(st.id), nil, nil)
@@ -297,7 +307,7 @@ func (s *session) printPlan(steps []step, dry, asJSON bool) error {
 		return json.NewEncoder(s.out).Encode(out)
 	}
 	for _, l := range out.Registrations {
-		if _, err := fmt.Fprintf(s.out, "%s %s %s\n", changeMarks[l.Change], l.Change, l.ID); err != nil {
+		if _, err := fmt.Fprintf(s.out, "%s %s %s\n", mark(l.Change), l.Change, l.ID); err != nil {
 			return err
 		}
 	}
