@@ -24,8 +24,21 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
   const HISTORY = 1000;
   const HOUR_MS = 60 * 60 * 1000;
   const TOKEN_KEY = 'bridge.console.token';
+  // WHO_KEY keeps the answer of GET /v1/whoami beside the token, so a
+  // reload need not ask again before the list: a token's name, role and
+  // scope never change, and a revoked one is refused by the next call.
+  const WHO_KEY = 'bridge.console.who';
 
   const $ = (id) => document.getElementById(id);
+
+  function storedWho() {
+    try {
+      const who = JSON.parse(sessionStorage.getItem(WHO_KEY) || 'null');
+      return who && typeof who.role === 'string' ? who : null;
+    } catch (e) {
+      return null;
+    }
+  }
 
   const ui = {
     token: sessionStorage.getItem(TOKEN_KEY) || '',
@@ -43,7 +56,7 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
     notice: '',
     // who is the signed-in token as GET /v1/whoami answers it: name, role
     // (root, operator or viewer) and idPrefix; null until known.
-    who: null,
+    who: storedWho(),
     // history is the attempts of the registration shown over the last
     // hour, newest first, kept between polls so each poll reads only
     // what is new.
@@ -157,6 +170,7 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
     ui.who = null;
     ui.history = { id: '', attempts: [] };
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(WHO_KEY);
     showIdentity();
     for (const id of ['parked', 'rest', 'attempts']) {
       $(id).tBodies[0].replaceChildren();
@@ -202,6 +216,7 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
   // scope, never the token.
   async function identify() {
     ui.who = (await api('GET', '/v1/whoami')).data;
+    sessionStorage.setItem(WHO_KEY, JSON.stringify(ui.who));
     showIdentity();
   }
 
@@ -250,6 +265,7 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
         return;
       }
     }
+    showIdentity();
     const m = /^#\/r\/(.+)$/.exec(location.hash);
     let id = null;
     if (m) {
@@ -536,11 +552,11 @@ import { attemptKey, drawHistory, failuresBar, lagBar, OUTCOMES } from './chart.
     const minutes = Math.round(span / 60000);
     $('history-span').textContent = span >= HOUR_MS - 1000
       ? 'The last hour'
-      : 'The last ' + (minutes < 2 ? Math.round(span / 1000) + ' seconds' : minutes + ' minutes') + ' (the first attempt of the last hour and after)';
+      : 'The last ' + (minutes < 2 ? Math.round(span / 1000) + ' seconds' : minutes + ' minutes') + ' (no attempt in the hour before them)';
     const capped = attempts.length >= HISTORY ? ' (the newest ' + HISTORY + ' attempts)' : '';
     $('history-count').textContent = capped;
-    $('history-lag').textContent = 'Now ' + reg.lag + (reg.lag === 1 ? ' message' : ' messages') +
-      ' behind the stream\'s last (lag), ' + reg.attempts + ' failed in a row.';
+    $('history-lag').textContent = 'Now: ' + reg.lag + (reg.lag === 1 ? ' message' : ' messages') +
+      ' behind the stream\'s last (lag); ' + reg.attempts + (reg.attempts === 1 ? ' attempt' : ' attempts') + ' in a row failed.';
   }
 
   // orderingOf says what a registration keeps in order and how many of

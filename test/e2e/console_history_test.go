@@ -87,6 +87,10 @@ func TestConsoleDrawsAStreakAndItsRecovery(t *testing.T) {
 	if got := evaluate[string](b, legend); got != "2xx 6, 5xx 5" {
 		t.Errorf("legend %q, want %q", got, "2xx 6, 5xx 5")
 	}
+	const lagNow = "Now: 0 messages behind the stream's last (lag); 0 attempts in a row failed."
+	if got := evaluate[string](b, `document.querySelector('#history-lag').textContent`); got != lagNow {
+		t.Errorf("under the picture %q, want %q", got, lagNow)
+	}
 	b.noMarkupRan()
 	b.shot("console-history.png")
 }

@@ -48,12 +48,16 @@ func TestConsoleWithScopedTokens(t *testing.T) {
 		}
 	}
 	noToken(viewer)
+	// A reload keeps the tab signed in as the same token.
+	b.do(chromedp.Reload())
+	b.until("the viewer's list after a reload", fmt.Sprintf(`%s === 'team-a-orders,team-a-parked' && %s === 'Signed in as team-a-viewer viewer ids beginning team-a-'`, ids, identity))
 	b.until("the parked one's lag", fmt.Sprintf(`%s.startsWith('team-a-parked | outbox | parked | 1 | 1 | 0')`, row("parked", "team-a-parked")))
 	b.shot("console-viewer.png")
 
 	shownButtons := `[...document.querySelectorAll('button')].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(',')`
 	b.do(chromedp.Click(`//table[@id="parked"]//a[text()="team-a-parked"]`))
-	b.until("team-a-parked's page", `location.hash === '#/r/team-a-parked' && `+config("state")+` === 'parked' && `+visible(`#read-only`))
+	b.until("team-a-parked's page with its picture", `location.hash === '#/r/team-a-parked' && `+config("state")+` === 'parked' && `+visible(`#read-only`)+
+		` && [...document.querySelectorAll('#history [data-outcome]')].map((p) => p.getAttribute('data-outcome')).join() === '4xx'`)
 	if got := evaluate[string](b, shownButtons); got != "Sign out" {
 		t.Errorf("a viewer's registration page shows the buttons %q, want only Sign out", got)
 	}
