@@ -97,14 +97,11 @@ func applyRegistrationsAsCode(t *testing.T, flags ...string) {
 	}
 	apply := func(secret string, args ...string) (string, int) {
 		t.Helper()
-		full := append([]string{"apply", "--admin-url", "http://" + d.admin, "--data-dir", d.dataDir}, args...)
-		return runBridge(t, []string{"BRIDGE_ADMIN_TOKEN=", "APPS_ORDERS_SECRET=" + secret}, full...)
+		return applyThrough(t, d, secret, args...)
 	}
 	wantPlan := func(out string, code int, lines ...string) {
 		t.Helper()
-		if got := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || !slices.Equal(got, lines) {
-			t.Fatalf("apply exit %d, printed\n%s\nwant\n%s", code, out, strings.Join(lines, "\n"))
-		}
+		wantPlanLines(t, out, code, lines...)
 	}
 	file := write("apps.yaml", appsFile(s.URL))
 
@@ -188,6 +185,42 @@ func applyRegistrationsAsCode(t *testing.T, flags ...string) {
 	if after := d.registrations(); !sameRegistrations(before, after) {
 		t.Errorf("a refused file applied something:\nbefore %v\nafter  %v", before, after)
 	}
+}
+
+// applyThrough runs bridge apply against d's admin API, with the apps
+// file's secret in the environment.
+func applyThrough(t *testing.T, d *daemon, secret string, args ...string) (string, int) {
+	t.Helper()
+	full := append([]string{"apply", "--admin-url", "http://" + d.admin, "--data-dir", d.dataDir}, args...)
+	return runBridge(t, []string{"BRIDGE_ADMIN_TOKEN=", "APPS_ORDERS_SECRET=" + secret}, full...)
+}
+
+// wantPlanLines fails unless apply exited 0 having printed lines.
+func wantPlanLines(t *testing.T, out string, code int, lines ...string) {
+	t.Helper()
+	if got := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || !slices.Equal(got, lines) {
+		t.Fatalf("apply exit %d, printed\n%s\nwant\n%s", code, out, strings.Join(lines, "\n"))
+	}
+}
+
+// TestApplyThroughEveryBridgeOfACluster: a file applied through one
+// bridge of a cluster is unchanged through another, secrets included,
+// and a change applied through either is seen by the other.
+func TestApplyThroughEveryBridgeOfACluster(t *testing.T) {
+	c := newBridgeCluster(t, 2)
+	b1, b2 := c.bridges[0].daemon, c.bridges[1].daemon
+	file := filepath.Join(t.TempDir(), "apps.yaml")
+	if err := os.WriteFile(file, []byte(appsFile(c.sink.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := applyThrough(t, b1, secret, "-f", file)
+	wantPlanLines(t, out, code, "+ create app-orders", "+ create app-billing", "+ create ops-audit")
+	out, code = applyThrough(t, b2, secret, "-f", file)
+	wantPlanLines(t, out, code, "= unchanged app-orders", "= unchanged app-billing", "= unchanged ops-audit")
+	out, code = applyThrough(t, b2, rotatedSecret, "-f", file)
+	wantPlanLines(t, out, code, "~ update app-orders", "= unchanged app-billing", "= unchanged ops-audit")
+	out, code = applyThrough(t, b1, rotatedSecret, "--prune", "app-", "-f", file)
+	wantPlanLines(t, out, code, "= unchanged app-orders", "= unchanged app-billing", "= unchanged ops-audit")
 }
 
 // registrations is every registration the daemon has, by id.
