@@ -162,7 +162,10 @@ func yamlError(err error) error {
 // parseEntry reads one registration and expands its variables.
 func parseEntry(fields map[string]any, line int, lookup lookupFunc) (manifestEntry, error) {
 	e := manifestEntry{line: line}
-	rawID, _ := fields["id"].(string)
+	rawID, ok := fields["id"].(string)
+	if v := fields["id"]; v != nil && !ok {
+		return e, fmt.Errorf("id %v is not a string: quote it", v)
+	}
 	id, err := expand(rawID, lookup)
 	switch {
 	case err != nil:

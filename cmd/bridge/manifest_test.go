@@ -73,6 +73,7 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"unknown key", "registrations: []\nextra: 1\n", `line 2, column 1: unknown field "extra"`},
 		{"not a mapping", "registrations:\n  - app-orders\n", "line 2"},
 		{"no id", "registrations:\n  - url: x\n", `line 2: a registration has no "id"`},
+		{"numeric id", "registrations:\n  - id: 42\n", `line 2: id 42 is not a string: quote it`},
 		{"twice", "registrations:\n  - {id: a}\n  - id: a\n", `line 3: registration "a" is listed twice (first at line 2)`},
 		{"unset", "registrations:\n  - id: a\n    secret: ${NOT_SET}\n", `line 2: registration "a": ${NOT_SET} is not set`},
 		{"unclosed variable", "registrations:\n  - id: a\n    secret: ${OPEN\n", "without its closing }"},
