@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -121,11 +122,7 @@ func TestApplyConverges(t *testing.T) {
 	}
 	rows := api.rows(t)
 	if _, ok := rows["app-billing"]; ok || len(rows) != 3 || rows["ops-audit"].ID == "" || rows["app-invoices"].ID == "" {
-		t.Errorf("after --prune app-: %v", slices.Sorted(func(yield func(string) bool) {
-			for id := range rows {
-				yield(id)
-			}
-		}))
+		t.Errorf("after --prune app-: %v", slices.Sorted(maps.Keys(rows)))
 	}
 }
 

@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,33 +15,6 @@ import (
 
 // rotatedSecret is the signing key the file's secret is changed to.
 const rotatedSecret = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
-
-// pathSink records each delivery with the path it was POSTed to, so
-// several registrations can share one receiver.
-type pathSink struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs map[string][]received
-}
-
-func newPathSink(t *testing.T) *pathSink {
-	s := &pathSink{reqs: map[string][]received{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.reqs[r.URL.Path] = append(s.reqs[r.URL.Path], received{header: r.Header.Clone(), body: string(b)})
-		s.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *pathSink) at(path string) []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reqs[path])
-}
 
 // appsFile is the file a team keeps in git: three registrations, the
 // first signed with a secret its CI passes in the environment.
@@ -85,7 +55,7 @@ func TestApplyRegistrationsAsCode(t *testing.T) {
 func applyRegistrationsAsCode(t *testing.T, flags ...string) {
 	d := newDaemon(t, flags...)
 	d.start()
-	s := newPathSink(t)
+	s := newWholeRecorder(t)
 	pub := newPublisher(t, "nats://"+d.natsAddr)
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -156,7 +126,7 @@ func applyRegistrationsAsCode(t *testing.T, flags ...string) {
 	}
 	out, code = apply(rotatedSecret, "--prune", "app-", "-f", next)
 	wantPlan(out, code, "= unchanged app-orders", "+ create app-refunds", "= unchanged ops-audit", "- delete app-billing")
-	if ids := slices.Sorted(mapKeys(d.registrations())); !slices.Equal(ids, []string{"app-orders", "app-refunds", "ops-audit"}) {
+	if ids := slices.Sorted(maps.Keys(d.registrations())); !slices.Equal(ids, []string{"app-orders", "app-refunds", "ops-audit"}) {
 		t.Errorf("after --prune app-: %v", ids)
 	}
 
@@ -251,16 +221,6 @@ func sameRegistrations(a, b map[string]map[string]any) bool {
 		}
 	}
 	return true
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func bodiesOf(reqs []received) []string {
