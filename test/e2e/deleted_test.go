@@ -56,3 +56,59 @@ func TestDeletedMessagesAreNotDelivered(t *testing.T) {
 		t.Fatalf("resend of a deleted message: %d, want 404", code)
 	}
 }
+
+// The same on three bridges sharing a kv store: whichever bridge owns the
+// registration and holds the messages in its tail's memory, the two
+// deleted never reach the receiver, a rewind through another bridge skips
+// them, and a resend through a third answers 404.
+func TestDeletedMessagesAreNotDeliveredByACluster(t *testing.T) {
+	c := newBridgeCluster(t, 3)
+	const id = "behind"
+	b1, b2, b3 := c.bridges[0].daemon, c.bridges[1].daemon, c.bridges[2].daemon
+	b1.create(map[string]any{"id": id, "namespace": "outbox", "subject": "journal.orders.>",
+		"url": "http://127.0.0.1:1/", "start": "first"})
+	c.ids = []string{id}
+	ctx := context.Background()
+	var seqs []uint64
+	bodies := seqBodies("m", 0, 6)
+	for _, b := range bodies {
+		ack, err := c.js.Publish(ctx, "journal.orders.eu", []byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	st, err := c.js.Stream(ctx, "JOURNAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{2, 4} {
+		if err := st.DeleteMsg(ctx, seqs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if code := b2.api("PUT", "/v1/registrations/"+id, map[string]any{"namespace": "outbox",
+		"subject": "journal.orders.>", "url": c.sink.url(id)}, nil); code != http.StatusOK {
+		t.Fatalf("PUT through b2: %d", code)
+	}
+	want := []string{"m0", "m1", "m3", "m5"}
+	c.waitDelivered(30*time.Second, len(want))
+	if got := c.bodies(id); !slices.Equal(got, want) {
+		t.Fatalf("received %q, want the messages not deleted, %q", got, want)
+	}
+	if code := b3.api("POST", "/v1/registrations/"+id+"/rewind", map[string]any{"seq": 1}, nil); code != http.StatusOK {
+		t.Fatalf("rewind through b3: %d", code)
+	}
+	replayed := append(slices.Clone(want), want...)
+	waitFor(t, 30*time.Second, "the rewound registration to receive the four again", func() bool { return len(c.bodies(id)) >= len(replayed) })
+	time.Sleep(500 * time.Millisecond)
+	if got := c.bodies(id); !slices.Equal(got, replayed) {
+		t.Fatalf("after a rewind over them, received %q, want %q", got, replayed)
+	}
+	for _, b := range []*daemon{b1, b2, b3} {
+		if code := b.api("POST", "/v1/registrations/"+id+"/resend", map[string]any{"seq": seqs[2]}, nil); code != http.StatusNotFound {
+			t.Fatalf("resend of a deleted message through %s: %d, want 404", b.admin, code)
+		}
+	}
+}
