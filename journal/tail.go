@@ -210,20 +210,21 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	case <-r.tailReset:
 		return run, errTailRestart
 	case <-elections:
-		r.log.Info("journal tail: the stream elected a new leader; replacing the consumer now, not when its heartbeats are missed",
+		r.log.Info("journal tail: a stream elected a leader (a NATS server lost?); replacing the consumer now, not when its heartbeats are missed",
 			"stream", r.stream, "resume", run.next.Load())
 		run.resume.Store(run.next.Load())
 		return run, errTailRestart
 	}
 }
 
-// watchElections signals when the stream elects a leader: the ordered
-// consumer lives on one server, and a new leader serves the stream long
-// before the consumer's missed heartbeats would tell (see package elected).
+// watchElections signals when a stream of the account elects a leader:
+// the ordered consumer lives on one server, and after that server's loss
+// new leaders serve the stream long before the consumer's missed
+// heartbeats would tell (see package elected).
 func (r *Reader) watchElections() (<-chan struct{}, func()) {
-	ch, stop, err := elected.Watch(r.js.Conn(), r.stream)
+	ch, stop, err := elected.Watch(r.js.Conn())
 	if err != nil {
-		r.log.Warn("journal tail: cannot watch the stream's leader elections; a lost leader is noticed by missed heartbeats",
+		r.log.Warn("journal tail: cannot watch the streams' leader elections; a lost server is noticed by missed heartbeats",
 			"stream", r.stream, "error", err)
 	}
 	return ch, stop

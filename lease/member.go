@@ -13,7 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 // ErrInstanceTaken is Join's answer when a live member already has the
@@ -31,6 +34,7 @@ const maxInFlight = 32
 // methods are safe for concurrent use.
 type Member struct {
 	cfg     Config
+	nc      *nats.Conn // for the buckets' leader elections
 	members jetstream.KeyValue
 	leases  jetstream.KeyValue
 	value   []byte // the member key's value
@@ -96,7 +100,7 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 		defer cancel()
 	}
 	value, _ := json.Marshal(memberValue{Since: time.Now().UTC()})
-	m := &Member{cfg: cfg, value: value, margin: cfg.TTL / 5, held: make(map[int]*held),
+	m := &Member{cfg: cfg, nc: js.Conn(), value: value, margin: cfg.TTL / 5, held: make(map[int]*held),
 		seen: make(map[string]time.Time), holders: make(map[int]string), changes: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 		listed: make(chan struct{}), quit: make(chan struct{})}
 	if m.members, err = bucket(ctx, js, cfg, "members"); err != nil {
@@ -230,7 +234,7 @@ func latest(ctx context.Context, kv jetstream.KeyValue) ([]jetstream.KeyValueEnt
 	if err != nil {
 		return nil, err
 	}
-	defer stopWatch(w)
+	defer kvwatch.Stop(w)
 	var out []jetstream.KeyValueEntry
 	for {
 		select {

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetstream-bridge/bridge/internal/elected"
+	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 // run plays a round every TTL/4, so a lease outlives three failed rounds
@@ -52,11 +55,26 @@ func (m *Member) wakeUp() {
 // nats.go's watcher stalls its delivery while its channel is full, and a
 // stalled watch reports members and releases late. Values are read too:
 // they are instance names and join times, and name each shard's holder.
+//
+// When a stream of the account elects a leader the watch starts over at
+// once: its consumer may have died with a lost server, and would be
+// replaced only once its heartbeats were missed, seconds in which holders
+// and members went unseen (package elected).
 func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func()) {
+	elections, unwatch, err := elected.Watch(m.nc)
+	if err != nil {
+		m.cfg.Logger.Warn("lease: cannot watch the streams' leader elections; a lost server is noticed by missed heartbeats",
+			"bucket", kv.Bucket(), "error", err)
+	}
+	defer unwatch()
 	for ctx.Err() == nil {
+		again := false
 		if w, err := kv.WatchAll(ctx); err == nil {
-			feed(ctx, w, on, listed)
-			stopWatch(w)
+			again = feed(ctx, w, on, listed, elections)
+			kvwatch.Stop(w)
+		}
+		if again {
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -66,38 +84,24 @@ func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jets
 }
 
 // feed hands w's entries to on until w ends or ctx does, calling listed
-// once the last values present when the watch began are all handed.
-func feed(ctx context.Context, w jetstream.KeyWatcher, on func(jetstream.KeyValueEntry), listed func()) {
+// once the last values present when the watch began are all handed. It
+// reports whether it stopped for a leader election.
+func feed(ctx context.Context, w jetstream.KeyWatcher, on func(jetstream.KeyValueEntry), listed func(), elections <-chan struct{}) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
+		case <-elections:
+			return true
 		case e, ok := <-w.Updates():
 			if !ok {
-				return
+				return false
 			}
 			if e == nil {
 				listed()
 			} else {
 				on(e)
 			}
-		}
-	}
-}
-
-// stopWatch stops w and drains it until it closes or stays quiet: a
-// delivery blocked on the full channel when the watch stops would never
-// return, and the channel is not always closed after Stop.
-func stopWatch(w jetstream.KeyWatcher) {
-	_ = w.Stop()
-	for {
-		select {
-		case _, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-		case <-time.After(50 * time.Millisecond):
-			return
 		}
 	}
 }

@@ -50,9 +50,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/elected"
+	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 // DefaultPrefix names the buckets when WithPrefix is not given.
@@ -85,6 +88,7 @@ const maxAttempts = 16
 // wb.mu, and watching → idx.mu → wb.mu. idx.mu and wb.mu are never held
 // across I/O.
 type Store struct {
+	nc               *nats.Conn // for the bucket's leader elections
 	regs, idem, meta jetstream.KeyValue
 	tokens           *tokenSet
 	now              func() time.Time
@@ -210,6 +214,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 		opt(&o)
 	}
 	s := &Store{
+		nc:               js.Conn(),
 		now:              func() time.Time { return o.clock().UTC() },
 		log:              o.logger,
 		flushConcurrency: o.flushConcurrency,
@@ -258,7 +263,7 @@ func (s *Store) startWatch(ctx context.Context) error {
 	}
 	s.stopWatch, s.watchDone = cancel, make(chan struct{})
 	ready := make(chan struct{})
-	go s.runWatch(w, ready)
+	go s.runWatch(wctx, w, ready)
 	select {
 	case <-ready:
 		return nil
@@ -268,27 +273,72 @@ func (s *Store) startWatch(ctx context.Context) error {
 	}
 }
 
-func (s *Store) runWatch(w jetstream.KeyWatcher, ready chan struct{}) {
+// runWatch applies the bucket's changes until the watch ends. When a
+// stream of the account elects a leader it moves to a new watch resuming
+// after the last change applied: the old one's consumer may have died with
+// a lost server, and would be replaced only once its heartbeats were
+// missed, seconds in which other bridges' writes went unseen (package
+// elected).
+// Until the new watch starts, the old one goes on.
+func (s *Store) runWatch(ctx context.Context, w jetstream.KeyWatcher, ready chan struct{}) {
 	defer close(s.watchDone)
-	initial := true
-	for e := range w.Updates() {
-		if e == nil {
-			if initial {
-				close(ready)
-				initial = false
-			}
-			continue
-		}
-		s.watching.Lock()
-		s.applyWatched(e)
-		s.watched.Store(e.Revision())
-		s.watching.Unlock()
+	elections, unwatch, err := elected.Watch(s.nc)
+	if err != nil {
+		s.log.Warn("kvstore: cannot watch the streams' leader elections; a lost leader is noticed by missed heartbeats",
+			"bucket", s.regs.Bucket(), "error", err)
 	}
-	if !s.closing.Load() {
-		s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
-			"bucket", s.regs.Bucket())
+	defer unwatch()
+	initial := true
+	var retry <-chan time.Time
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				if !s.closing.Load() {
+					s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
+						"bucket", s.regs.Bucket())
+				}
+				return
+			}
+			if e == nil {
+				if initial {
+					close(ready)
+					initial = false
+				}
+				continue
+			}
+			s.watching.Lock()
+			s.applyWatched(e)
+			s.watched.Store(e.Revision())
+			s.watching.Unlock()
+		case <-elections:
+			retry = s.rewatch(ctx, &w)
+		case <-retry:
+			retry = s.rewatch(ctx, &w)
+		}
 	}
 }
+
+// rewatch replaces *w by a watch resuming after the last change applied,
+// or, when that cannot start yet (the cluster still electing), asks to be
+// tried again soon.
+func (s *Store) rewatch(ctx context.Context, w *jetstream.KeyWatcher) <-chan time.Time {
+	next, err := s.regs.WatchAll(ctx, jetstream.ResumeFromRevision(s.watched.Load()+1))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("kvstore: a new watch after an election could not start yet", "bucket", s.regs.Bucket(), "error", err)
+		}
+		return time.After(rewatchPause)
+	}
+	old := *w
+	*w = next
+	go kvwatch.Stop(old)
+	return nil
+}
+
+// rewatchPause is how soon a watch that could not start after an election
+// is tried again.
+const rewatchPause = 250 * time.Millisecond
 
 // applyWatched folds one change of the bucket into the index.
 func (s *Store) applyWatched(e jetstream.KeyValueEntry) {

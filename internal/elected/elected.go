@@ -1,28 +1,35 @@
-// Package elected tells when a JetStream stream elects a leader.
+// Package elected tells when a JetStream stream of the account elects a
+// leader.
 //
 // A client following a replicated stream through an ordered consumer or a
-// key-value watch learns that the server it followed died only when the
-// consumer's heartbeats stop arriving: seconds to tens of seconds after a
-// new leader already serves the stream. JetStream announces each election
-// on an advisory subject; following it lets the client start over at once.
+// key-value watch learns that the server holding its consumer died only
+// when the consumer's heartbeats stop arriving: seconds to tens of seconds
+// after new leaders already serve the streams. The consumer is placed on
+// one server, not always the stream's leader, so the stream it follows may
+// keep its leader while the consumer dies; but a lost server leads some
+// stream of a busy account, and JetStream announces each election on an
+// advisory subject. Following every stream's elections lets the client
+// start its consumers over at once after a server's loss, at the price of
+// a needless restart when a leader moves on its own.
 package elected
 
 import (
 	"github.com/nats-io/nats.go"
 )
 
-// subjectPrefix is JetStream's advisory of a stream's new leader, followed
-// by the stream's name.
-const subjectPrefix = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."
+// Subject is JetStream's advisory of a new leader, for every stream of the
+// account.
+const Subject = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>"
 
-// Watch returns a channel that receives when stream elects a leader
-// (elections coalesce while one is not taken), and the func that stops
-// watching. A connection without permission to subscribe to the advisory
-// is refused asynchronously by the server; the channel then stays quiet
-// and the heartbeats remain the only sign, as without Watch.
-func Watch(nc *nats.Conn, stream string) (<-chan struct{}, func(), error) {
+// Watch returns a channel that receives when a stream of the account
+// elects a leader (elections coalesce while one is not taken), and the
+// func that stops watching. A connection without permission to subscribe
+// to the advisory is refused asynchronously by the server; the channel
+// then stays quiet and the heartbeats remain the only sign, as without
+// Watch.
+func Watch(nc *nats.Conn) (<-chan struct{}, func(), error) {
 	ch := make(chan struct{}, 1)
-	sub, err := nc.Subscribe(subjectPrefix+stream, func(*nats.Msg) {
+	sub, err := nc.Subscribe(Subject, func(*nats.Msg) {
 		select {
 		case ch <- struct{}{}:
 		default:
