@@ -590,9 +590,7 @@ func (r *Reader) current(ctx context.Context) (StreamState, error) {
 func (r *Reader) refresh(ctx context.Context) (StreamState, error) {
 	ctx, cancel := r.withTimeout(ctx)
 	defer cancel()
-	r.stats.requests.Add(1)
-	r.stats.infos.Add(1)
-	s, err := r.js.Stream(ctx, r.stream)
+	s, err := r.streamInfo(ctx)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return StreamState{}, &NotFoundError{Stream: r.stream, Server: r.nc.ConnectedUrlRedacted()}
 	}
@@ -614,6 +612,30 @@ func (r *Reader) refresh(ctx context.Context) (StreamState, error) {
 	}
 	return st, nil
 }
+
+// streamInfo asks for the stream's info, again after infoAttemptWait
+// without an answer, up to infoAttempts times (or until ctx ends): a
+// request sent while the stream elects a leader goes unanswered, and
+// waiting out the whole timeout for it held every read for seconds after
+// the new leader was already serving.
+func (r *Reader) streamInfo(ctx context.Context) (jetstream.Stream, error) {
+	for attempt := 1; ; attempt++ {
+		r.stats.requests.Add(1)
+		r.stats.infos.Add(1)
+		actx, cancel := context.WithTimeout(ctx, infoAttemptWait)
+		s, err := r.js.Stream(actx, r.stream)
+		cancel()
+		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		if !lost || attempt == infoAttempts || ctx.Err() != nil {
+			return s, err
+		}
+	}
+}
+
+const (
+	infoAttempts    = 5
+	infoAttemptWait = time.Second
+)
 
 // apply records a fresh stream state and, when the stream was re-created,
 // forgets every message held for the old one.

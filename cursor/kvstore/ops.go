@@ -226,7 +226,7 @@ func (s *Store) replay(ctx context.Context, id string, idem *cursor.Idempotency)
 // bridge's due index and routes for good, never delivered. Only a delete
 // marker from the watch, or this store's own delete, removes a row.
 func (s *Store) read(ctx context.Context, id string) (row, error) {
-	e, err := s.regs.Get(ctx, encodeKey(id))
+	e, err := s.get(ctx, encodeKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return row{}, notFound(id)
 	}
@@ -242,6 +242,29 @@ func (s *Store) read(ctx context.Context, id string) (row, error) {
 	s.idx.put(r)
 	return *r, nil
 }
+
+// get reads key from the bucket's leader, asking again after
+// readAttemptWait without an answer, up to readAttempts times (or until
+// ctx ends): a request sent while the bucket elects a leader goes
+// unanswered, and waiting out the whole timeout for it held a turn for
+// five seconds after the new leader was already serving.
+func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, readAttemptWait)
+		e, err := s.regs.Get(actx, key)
+		cancel()
+		if err == nil || attempt == readAttempts || ctx.Err() != nil || !errors.Is(unavailable(err), cursor.ErrUnavailable) {
+			return e, err
+		}
+	}
+}
+
+// readAttempts × readAttemptWait is the longest a read waits, as one
+// request did before.
+const (
+	readAttempts    = 5
+	readAttemptWait = time.Second
+)
 
 // learn puts a row the watch delivered into the index, except while this
 // store has a write of that key in flight: the row may be that write's,
