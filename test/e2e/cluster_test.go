@@ -360,7 +360,9 @@ func TestClusterResumesAfterJournalLeaderKilled(t *testing.T) {
 	c := newBridgeCluster(t, 3)
 	c.register("elect", 3)
 	f := c.streamIn()
-	c.killStreamLeader(f, "JOURNAL").check(t, resumeBound)
+	l := c.killStreamLeader(f, "JOURNAL")
+	l.check(t, resumeBound)
+	c.checkOwnersShown(l)
 	c.finish(f)
 }
 
@@ -384,6 +386,7 @@ func TestClusterSurvivesLossOfNATSLeaders(t *testing.T) {
 	for _, stream := range []string{"JOURNAL", "KV_BRIDGE_regs"} {
 		l := c.killStreamLeader(f, stream)
 		l.check(t, resumeBound)
+		c.checkOwnersShown(l)
 		c.nats.restart(l.node)
 	}
 	c.finish(f)
@@ -453,6 +456,47 @@ func (c *bridgeCluster) killStreamLeader(f *feed, stream string) leaderLoss {
 	})
 	l.stored, _ = f.storedAt(first)
 	return l
+}
+
+// checkOwnersShown fails the test unless, by resumeBound after the new
+// leaders' election, every running bridge names as each registration's
+// owner the bridge that POSTed its latest message (§6: `owner` is right
+// through any bridge within 2 × TTL).
+func (c *bridgeCluster) checkOwnersShown(l leaderLoss) {
+	c.t.Helper()
+	deadline := l.elected.Add(resumeBound)
+	for {
+		wrong := c.ownersNotShown()
+		if wrong == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Errorf("%v after the new leaders of %v were seen: %s", time.Since(l.elected).Round(time.Millisecond), l.led, wrong)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ownersNotShown names a bridge whose view of an owner is not the bridge
+// delivering the registration, or is empty when every view is right.
+func (c *bridgeCluster) ownersNotShown() string {
+	for i, b := range c.bridges {
+		if !b.running() {
+			continue
+		}
+		owners := c.owners(b.daemon)
+		for _, id := range c.ids {
+			acks := c.sink.acks(id)
+			if len(acks) == 0 {
+				continue
+			}
+			if from := acks[len(acks)-1].from; owners[id] != from {
+				return fmt.Sprintf("%s names %q as the owner of %s, which %s delivers", c.name(i), owners[id], id, from)
+			}
+		}
+	}
+	return ""
 }
 
 // check fails the test unless every registration received a message
