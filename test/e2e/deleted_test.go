@@ -20,22 +20,7 @@ func TestDeletedMessagesAreNotDelivered(t *testing.T) {
 	// behind while the bridge's tail holds every message in memory.
 	d.create(map[string]any{"id": id, "namespace": "outbox", "subject": "journal.orders.>",
 		"url": "http://127.0.0.1:1/", "start": "first"})
-	bodies := seqBodies("m", 0, 6)
-	var seqs []uint64
-	for _, b := range bodies {
-		seqs = append(seqs, pub.publish(t, "journal.orders.eu", b))
-	}
-	ctx := context.Background()
-	st, err := pub.js.Stream(ctx, "JOURNAL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range []int{2, 4} {
-		if err := st.DeleteMsg(ctx, seqs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(1500 * time.Millisecond)
+	seqs := publishSixDeleteTwo(t, pub)
 	if code := d.api("PUT", "/v1/registrations/"+id, map[string]any{"namespace": "outbox",
 		"subject": "journal.orders.>", "url": s.url(id)}, nil); code != http.StatusOK {
 		t.Fatalf("PUT: %d", code)
@@ -68,26 +53,7 @@ func TestDeletedMessagesAreNotDeliveredByACluster(t *testing.T) {
 	b1.create(map[string]any{"id": id, "namespace": "outbox", "subject": "journal.orders.>",
 		"url": "http://127.0.0.1:1/", "start": "first"})
 	c.ids = []string{id}
-	ctx := context.Background()
-	var seqs []uint64
-	bodies := seqBodies("m", 0, 6)
-	for _, b := range bodies {
-		ack, err := c.js.Publish(ctx, "journal.orders.eu", []byte(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		seqs = append(seqs, ack.Sequence)
-	}
-	st, err := c.js.Stream(ctx, "JOURNAL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range []int{2, 4} {
-		if err := st.DeleteMsg(ctx, seqs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(1500 * time.Millisecond)
+	seqs := publishSixDeleteTwo(t, &publisher{js: c.js})
 	if code := b2.api("PUT", "/v1/registrations/"+id, map[string]any{"namespace": "outbox",
 		"subject": "journal.orders.>", "url": c.sink.url(id)}, nil); code != http.StatusOK {
 		t.Fatalf("PUT through b2: %d", code)
@@ -111,4 +77,27 @@ func TestDeletedMessagesAreNotDeliveredByACluster(t *testing.T) {
 			t.Fatalf("resend of a deleted message through %s: %d, want 404", b.admin, code)
 		}
 	}
+}
+
+// publishSixDeleteTwo publishes m0 … m5 on journal.orders.eu, deletes m2
+// and m4 from the stream as `nats stream rmm` does, and waits until the
+// deletes are more than a second old (§5). It returns the six sequences.
+func publishSixDeleteTwo(t *testing.T, pub *publisher) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for _, b := range seqBodies("m", 0, 6) {
+		seqs = append(seqs, pub.publish(t, "journal.orders.eu", b))
+	}
+	ctx := context.Background()
+	st, err := pub.js.Stream(ctx, "JOURNAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{2, 4} {
+		if err := st.DeleteMsg(ctx, seqs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	return seqs
 }
