@@ -54,8 +54,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
-	"github.com/jetstream-bridge/bridge/internal/elected"
-	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 // DefaultPrefix names the buckets when WithPrefix is not given.
@@ -273,72 +271,23 @@ func (s *Store) startWatch(ctx context.Context) error {
 	}
 }
 
-// runWatch applies the bucket's changes until the watch ends. When a
-// stream of the account elects a leader it moves to a new watch resuming
-// after the last change applied: the old one's consumer may have died with
-// a lost server, and would be replaced only once its heartbeats were
-// missed, seconds in which other bridges' writes went unseen (package
-// elected).
-// Until the new watch starts, the old one goes on.
+// runWatch applies the bucket's changes until the watch ends (see
+// follower).
 func (s *Store) runWatch(ctx context.Context, w jetstream.KeyWatcher, ready chan struct{}) {
 	defer close(s.watchDone)
-	elections, unwatch, err := elected.Watch(s.nc)
-	if err != nil {
-		s.log.Warn("kvstore: cannot watch the streams' leader elections; a lost leader is noticed by missed heartbeats",
-			"bucket", s.regs.Bucket(), "error", err)
-	}
-	defer unwatch()
-	initial := true
-	var retry <-chan time.Time
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				if !s.closing.Load() {
-					s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
-						"bucket", s.regs.Bucket())
-				}
-				return
-			}
-			if e == nil {
-				if initial {
-					close(ready)
-					initial = false
-				}
-				continue
-			}
+	f := follower{kv: s.regs, nc: s.nc, log: s.log, ready: func() { close(ready) }, applied: s.watched.Load,
+		apply: func(e jetstream.KeyValueEntry) {
 			s.watching.Lock()
 			s.applyWatched(e)
 			s.watched.Store(e.Revision())
 			s.watching.Unlock()
-		case <-elections:
-			retry = s.rewatch(ctx, &w)
-		case <-retry:
-			retry = s.rewatch(ctx, &w)
-		}
+		}}
+	f.follow(ctx, w)
+	if !s.closing.Load() {
+		s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
+			"bucket", s.regs.Bucket())
 	}
 }
-
-// rewatch replaces *w by a watch resuming after the last change applied,
-// or, when that cannot start yet (the cluster still electing), asks to be
-// tried again soon.
-func (s *Store) rewatch(ctx context.Context, w *jetstream.KeyWatcher) <-chan time.Time {
-	next, err := s.regs.WatchAll(ctx, jetstream.ResumeFromRevision(s.watched.Load()+1))
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Debug("kvstore: a new watch after an election could not start yet", "bucket", s.regs.Bucket(), "error", err)
-		}
-		return time.After(rewatchPause)
-	}
-	old := *w
-	*w = next
-	go kvwatch.Stop(old)
-	return nil
-}
-
-// rewatchPause is how soon a watch that could not start after an election
-// is tried again.
-const rewatchPause = 250 * time.Millisecond
 
 // applyWatched folds one change of the bucket into the index.
 func (s *Store) applyWatched(e jetstream.KeyValueEntry) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -43,6 +44,8 @@ type tokenSet struct {
 	// ends without it would leave revocations through other bridges
 	// unseen, and says so.
 	closing atomic.Bool
+	// watched is the revision of the last change the watch applied.
+	watched atomic.Uint64
 }
 
 // openTokens binds the bucket and waits until the watch has read every
@@ -62,7 +65,7 @@ func openTokens(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	}
 	ts.stop = cancel
 	ready := make(chan struct{})
-	go ts.run(w, ready)
+	go ts.run(wctx, js.Conn(), w, ready)
 	select {
 	case <-ready:
 		return ts, nil
@@ -72,38 +75,38 @@ func openTokens(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	}
 }
 
-func (ts *tokenSet) run(w jetstream.KeyWatcher, ready chan struct{}) {
+// run applies the bucket's changes until the watch ends (see follower).
+func (ts *tokenSet) run(ctx context.Context, nc *nats.Conn, w jetstream.KeyWatcher, ready chan struct{}) {
 	defer close(ts.done)
-	defer func() { _ = w.Stop() }()
-	initial := true
-	for e := range w.Updates() {
-		if e == nil {
-			if initial {
-				close(ready)
-				initial = false
-			}
-			continue
-		}
-		name, err := decodeKey(e.Key())
-		if err != nil {
-			ts.log.Error("kvstore: a key of the tokens bucket is not a token name; skipped", "bucket", ts.kv.Bucket(), "error", err)
-			continue
-		}
-		if e.Operation() != jetstream.KeyValuePut {
-			ts.forget(name, e.Revision())
-			continue
-		}
-		var t cursor.Token
-		if err := json.Unmarshal(e.Value(), &t); err != nil {
-			ts.log.Error("kvstore: a token is unreadable; skipped", "name", name, "error", err)
-			continue
-		}
-		ts.learn(t, e.Revision())
-	}
+	f := follower{kv: ts.kv, nc: nc, log: ts.log, ready: func() { close(ready) }, applied: ts.watched.Load,
+		apply: func(e jetstream.KeyValueEntry) {
+			ts.applyWatched(e)
+			ts.watched.Store(e.Revision())
+		}}
+	f.follow(ctx, w)
 	if !ts.closing.Load() {
 		ts.log.Error("kvstore: the watch of the tokens ended (connection closed?); tokens made or revoked through other bridges are not seen here",
 			"bucket", ts.kv.Bucket())
 	}
+}
+
+// applyWatched folds one change of the bucket into the index.
+func (ts *tokenSet) applyWatched(e jetstream.KeyValueEntry) {
+	name, err := decodeKey(e.Key())
+	if err != nil {
+		ts.log.Error("kvstore: a key of the tokens bucket is not a token name; skipped", "bucket", ts.kv.Bucket(), "error", err)
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		ts.forget(name, e.Revision())
+		return
+	}
+	var t cursor.Token
+	if err := json.Unmarshal(e.Value(), &t); err != nil {
+		ts.log.Error("kvstore: a token is unreadable; skipped", "name", name, "error", err)
+		return
+	}
+	ts.learn(t, e.Revision())
 }
 
 func (ts *tokenSet) close() {
