@@ -210,7 +210,7 @@ func (r *Reader) tailOnce(ctx context.Context, notify func(string, uint64), gen,
 	case <-r.tailReset:
 		return run, errTailRestart
 	case <-elections:
-		r.log.Info("journal tail: a stream elected a leader (a NATS server lost?); replacing the consumer now, not when its heartbeats are missed",
+		r.log.Info("journal tail: a stream elected a leader or the connection came back (a NATS server lost?); replacing the consumer now, not when its heartbeats are missed",
 			"stream", r.stream, "resume", run.next.Load())
 		run.resume.Store(run.next.Load())
 		return run, errTailRestart

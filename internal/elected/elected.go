@@ -1,5 +1,5 @@
 // Package elected tells when a JetStream stream of the account elects a
-// leader.
+// leader, or the connection comes back.
 //
 // A client following a replicated stream through an ordered consumer or a
 // key-value watch learns that the server holding its consumer died only
@@ -22,21 +22,39 @@ import (
 const Subject = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>"
 
 // Watch returns a channel that receives when a stream of the account
-// elects a leader (elections coalesce while one is not taken), and the
-// func that stops watching. A connection without permission to subscribe
-// to the advisory is refused asynchronously by the server; the channel
-// then stays quiet and the heartbeats remain the only sign, as without
-// Watch.
+// elects a leader, or when the connection comes back after a loss (an
+// advisory sent while it was away is never received, and the server it
+// lost may be the one that died), and the func that stops watching. Signals
+// coalesce while one is not taken. A connection without permission to
+// subscribe to the advisory is refused asynchronously by the server; the
+// channel then tells only of reconnections, and missed heartbeats remain
+// the sign of an election.
 func Watch(nc *nats.Conn) (<-chan struct{}, func(), error) {
 	ch := make(chan struct{}, 1)
-	sub, err := nc.Subscribe(Subject, func(*nats.Msg) {
+	signal := func() {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
-	})
-	if err != nil {
-		return ch, func() {}, err
 	}
-	return ch, func() { _ = sub.Unsubscribe() }, nil
+	back := nc.StatusChanged(nats.CONNECTED)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range back {
+			signal()
+		}
+	}()
+	stopBack := func() {
+		nc.RemoveStatusListener(back)
+		<-done
+	}
+	sub, err := nc.Subscribe(Subject, func(*nats.Msg) { signal() })
+	if err != nil {
+		return ch, stopBack, err
+	}
+	return ch, func() {
+		_ = sub.Unsubscribe()
+		stopBack()
+	}, nil
 }
