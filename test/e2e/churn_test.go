@@ -16,7 +16,11 @@ import (
 // registrations' weights as they are created — each receive every
 // message published after: none is left waiting for a next message on
 // its filter. The fan-out of the cluster benchmark once left a whole
-// registration's share undelivered after such creates.
+// registration's share undelivered after such creates: its owner's kv
+// store took a read that found no key yet for a delete and dropped the
+// new row from its index (fixed in the kv store's read). With that read
+// restored, this drill failed 1 run in 5: a registration owned by b2
+// received 0 of 10.
 func TestClusterCreatesWhileSharesMove(t *testing.T) {
 	c := newBareCluster(t)
 	c.launchBridge()
