@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetstream-bridge/bridge/bridge"
 	"github.com/jetstream-bridge/bridge/cursor"
 	"github.com/jetstream-bridge/bridge/cursor/kvstore"
 )
@@ -262,9 +263,11 @@ func errorLines(brs []*bridgeProc) int {
 }
 
 // slowRegs is how many registrations C3 spreads: three bridges' worth of
-// 16 turns in flight each (--max-in-flight), so each bridge added brings
-// receivers no other was keeping busy.
-const slowRegs = 48
+// POSTs in flight each (--max-in-flight's default), so each bridge added
+// brings receivers no other was keeping busy. It was 48 while the default
+// was 16 a bridge; at 64, one bridge kept all 48 busy and C3 measured no
+// gain from a second.
+const slowRegs = 3 * bridge.DefaultMaxInFlight
 
 // slowReceiver is C3: a receiver answering after 20 ms, so a bridge
 // delivers as many POSTs per second as it has receivers waiting at once;
@@ -287,7 +290,7 @@ func (c *clusterBench) slowReceiver(ctx context.Context) result {
 	}
 	brs := []*bridgeProc{first}
 	defer func() { stopAll(brs) }()
-	if err := c.createOn(ctx, first, slowRegs, "slow-%02d", subject); err != nil {
+	if err := c.createOn(ctx, first, slowRegs, "slow-%03d", subject); err != nil {
 		return failed("C3", what, err)
 	}
 	var rates []float64
