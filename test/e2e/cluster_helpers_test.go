@@ -253,8 +253,23 @@ func (c *natsCluster) streamLeaderAsking(js jetstream.JetStream, stream string, 
 }
 
 // clusterTTL is the drills' --lease-ttl: short, so takeovers take
-// seconds, yet above a NATS election on this machine.
-const clusterTTL = 2 * time.Second
+// seconds, yet above a NATS election on this machine. BRIDGE_E2E_LEASE_TTL
+// runs them with another (the default 10s, say) and every bound that
+// follows from it.
+var clusterTTL = leaseTTL(2 * time.Second)
+
+// leaseTTL is BRIDGE_E2E_LEASE_TTL when it is set, otherwise def.
+func leaseTTL(def time.Duration) time.Duration {
+	v := os.Getenv("BRIDGE_E2E_LEASE_TTL")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		panic("BRIDGE_E2E_LEASE_TTL: not a positive duration: " + v)
+	}
+	return d
+}
 
 // clusterFlush is the drills' --flush-interval (the default), and
 // clusterSinkMinDelay the least time their receiver takes to answer: so

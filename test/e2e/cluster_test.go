@@ -350,7 +350,7 @@ func TestClusterSIGTERMHandsOver(t *testing.T) {
 
 // resumeBound is how soon after the new leaders' election deliveries
 // must resume after the loss of a NATS node: 2 × --lease-ttl (§6).
-const resumeBound = 2 * clusterTTL
+var resumeBound = 2 * clusterTTL
 
 // kill -9 of the NATS node leading the journal stream, once, in the
 // default suite: every registration receives a message published after
