@@ -18,7 +18,8 @@ import (
 // with a lost server, and would be replaced only once its heartbeats were
 // missed, seconds in which other bridges' writes (a registration's move,
 // a token's revocation) went unseen (package elected). Until the new
-// watch starts, the old one goes on.
+// watch starts, the old one goes on; the new one may hand on again changes
+// the old one handed on meanwhile, which apply must take as seen.
 type follower struct {
 	kv  jetstream.KeyValue
 	nc  *nats.Conn

@@ -279,7 +279,7 @@ func (s *Store) runWatch(ctx context.Context, w jetstream.KeyWatcher, ready chan
 		apply: func(e jetstream.KeyValueEntry) {
 			s.watching.Lock()
 			s.applyWatched(e)
-			s.watched.Store(e.Revision())
+			s.watched.Store(max(s.watched.Load(), e.Revision()))
 			s.watching.Unlock()
 		}}
 	f.follow(ctx, w)

@@ -81,7 +81,7 @@ func (ts *tokenSet) run(ctx context.Context, nc *nats.Conn, w jetstream.KeyWatch
 	f := follower{kv: ts.kv, nc: nc, log: ts.log, ready: func() { close(ready) }, applied: ts.watched.Load,
 		apply: func(e jetstream.KeyValueEntry) {
 			ts.applyWatched(e)
-			ts.watched.Store(e.Revision())
+			ts.watched.Store(max(ts.watched.Load(), e.Revision()))
 		}}
 	f.follow(ctx, w)
 	if !ts.closing.Load() {
