@@ -44,20 +44,14 @@ type natsNode struct {
 const clusterSettle = 30 * time.Second
 
 // startNATSCluster starts n servers and returns once they agree on a
-// JetStream meta leader that every one of them follows.
+// JetStream meta leader that every one of them follows. The ports are
+// chosen before any server starts, since each must know the others'
+// routes; one taken meanwhile by another process (tests of other
+// packages choose theirs in the same range) makes a server exit, and the
+// cluster starts again on new ports, at most three times.
 func startNATSCluster(t *testing.T, n int) *natsCluster {
 	t.Helper()
-	ports := testutil.FreePorts(t, 3*n)
 	c := &natsCluster{t: t}
-	routes := make([]string, n)
-	for i := range n {
-		c.nodes = append(c.nodes, &natsNode{name: fmt.Sprintf("n%d", i+1), client: ports[i],
-			route: ports[n+i], http: ports[2*n+i], dir: t.TempDir()})
-		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i])
-	}
-	for _, nd := range c.nodes {
-		nd.writeConfig(t, routes)
-	}
 	t.Cleanup(func() {
 		for i := range c.nodes {
 			c.kill9(i)
@@ -72,11 +66,71 @@ func startNATSCluster(t *testing.T, n int) *natsCluster {
 			}
 		}
 	})
-	for _, nd := range c.nodes {
-		nd.start(t)
+	for try := 1; ; try++ {
+		c.nodes = newNATSNodes(t, n)
+		if c.boot() {
+			return c
+		}
+		for i := range c.nodes {
+			c.kill9(i)
+		}
+		if try == 3 {
+			t.Fatal("three NATS clusters in a row lost a port to another process")
+		}
+		t.Log("a nats-server's port was taken by another process; starting the cluster again on new ports")
 	}
-	c.waitSettled()
-	return c
+}
+
+// newNATSNodes chooses the ports of n servers and writes their
+// configurations.
+func newNATSNodes(t *testing.T, n int) []*natsNode {
+	t.Helper()
+	ports := testutil.FreePorts(t, 3*n)
+	nodes := make([]*natsNode, n)
+	routes := make([]string, n)
+	for i := range n {
+		nodes[i] = &natsNode{name: fmt.Sprintf("n%d", i+1), client: ports[i],
+			route: ports[n+i], http: ports[2*n+i], dir: t.TempDir()}
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i])
+	}
+	for _, nd := range nodes {
+		nd.writeConfig(t, routes)
+	}
+	return nodes
+}
+
+// boot starts every node and waits until the cluster has settled; false
+// when a node exited because one of its ports was taken.
+func (c *natsCluster) boot() bool {
+	c.t.Helper()
+	for _, nd := range c.nodes {
+		if !nd.launch(c.t) {
+			return false
+		}
+	}
+	deadline := time.Now().Add(clusterSettle)
+	for !c.settled() {
+		for _, nd := range c.nodes {
+			if !nd.running() {
+				if nd.lostPort() {
+					return false
+				}
+				c.t.Fatalf("nats-server %s exited while the cluster formed", nd.name)
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %v waiting for the NATS cluster to agree on a JetStream meta leader", clusterSettle)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// lostPort reports that the node's log says a port it was to listen on
+// was taken.
+func (nd *natsNode) lostPort() bool {
+	log, _ := os.ReadFile(filepath.Join(nd.dir, "nats-server.log"))
+	return strings.Contains(string(log), "address already in use")
 }
 
 func (nd *natsNode) writeConfig(t *testing.T, routes []string) {
@@ -96,6 +150,15 @@ cluster { name: e2e, listen: 127.0.0.1:%d, routes: [%s] }
 
 func (nd *natsNode) start(t *testing.T) {
 	t.Helper()
+	if !nd.launch(t) {
+		t.Fatalf("nats-server %s: a port of its was taken by another process", nd.name)
+	}
+}
+
+// launch starts the node's process and waits until it listens for
+// clients; false when it exited because a port of its was taken.
+func (nd *natsNode) launch(t *testing.T) bool {
+	t.Helper()
 	nd.cmd = exec.Command(bin.natsServer, "-c", filepath.Join(nd.dir, "nats.conf"))
 	if err := nd.cmd.Start(); err != nil {
 		t.Fatalf("nats-server %s: %v", nd.name, err)
@@ -104,9 +167,14 @@ func (nd *natsNode) start(t *testing.T) {
 	nd.exited = exited
 	go func(cmd *exec.Cmd) { _ = cmd.Wait(); close(exited) }(nd.cmd)
 	addr := fmt.Sprintf("127.0.0.1:%d", nd.client)
+	lost := false
 	waitFor(t, 10*time.Second, "nats-server "+nd.name+" to listen", func() bool {
 		select {
 		case <-exited:
+			if nd.lostPort() {
+				lost = true
+				return true
+			}
 			t.Fatalf("nats-server %s exited while starting", nd.name)
 		default:
 		}
@@ -116,6 +184,7 @@ func (nd *natsNode) start(t *testing.T) {
 		}
 		return err == nil
 	})
+	return !lost
 }
 
 func (nd *natsNode) running() bool {

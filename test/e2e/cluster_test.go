@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/internal/testutil"
+	"github.com/jetstream-bridge/bridge/lease"
 )
 
 // The cluster the drills stand on: a replicated stream keeps its messages
@@ -460,8 +463,8 @@ func (c *bridgeCluster) killStreamLeader(f *feed, stream string) leaderLoss {
 
 // checkOwnersShown fails the test unless, by resumeBound after the new
 // leaders' election, every running bridge names as each registration's
-// owner the bridge that POSTed its latest message (§6: `owner` is right
-// through any bridge within 2 × TTL).
+// owner the bridge its shard's lease names in the leases' bucket (§6:
+// `owner` is right through any bridge within 2 × TTL).
 func (c *bridgeCluster) checkOwnersShown(l leaderLoss) {
 	c.t.Helper()
 	deadline := l.elected.Add(resumeBound)
@@ -478,25 +481,50 @@ func (c *bridgeCluster) checkOwnersShown(l leaderLoss) {
 	}
 }
 
-// ownersNotShown names a bridge whose view of an owner is not the bridge
-// delivering the registration, or is empty when every view is right.
+// ownersNotShown says which bridge's view of an owner is not the holder
+// of the registration's lease, read from the bucket itself, or is empty
+// when every view is right.
 func (c *bridgeCluster) ownersNotShown() string {
+	holders, err := c.leaseHolders()
+	if err != nil {
+		return err.Error()
+	}
 	for i, b := range c.bridges {
 		if !b.running() {
 			continue
 		}
 		owners := c.owners(b.daemon)
 		for _, id := range c.ids {
-			acks := c.sink.acks(id)
-			if len(acks) == 0 {
-				continue
-			}
-			if from := acks[len(acks)-1].from; owners[id] != from {
-				return fmt.Sprintf("%s names %q as the owner of %s, which %s delivers", c.name(i), owners[id], id, from)
+			if h := holders[id]; h == "" || owners[id] != h {
+				return fmt.Sprintf("%s names %q as the owner of %s, whose lease names %q", c.name(i), owners[id], id, h)
 			}
 		}
 	}
 	return ""
+}
+
+// leaseHolders reads, for each registration, the instance its shard's
+// lease names in the bucket BRIDGE_leases ("" when none holds it).
+func (c *bridgeCluster) leaseHolders() (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	kv, err := c.js.KeyValue(ctx, "BRIDGE_leases")
+	if err != nil {
+		return nil, fmt.Errorf("the leases' bucket: %w", err)
+	}
+	holders := make(map[string]string, len(c.ids))
+	for _, id := range c.ids {
+		e, err := kv.Get(ctx, strconv.Itoa(lease.ShardOf(id, lease.DefaultShards)))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			holders[id] = ""
+		case err != nil:
+			return nil, fmt.Errorf("the lease of %s: %w", id, err)
+		default:
+			holders[id] = string(e.Value())
+		}
+	}
+	return holders, nil
 }
 
 // check fails the test unless every registration received a message
