@@ -69,7 +69,8 @@ func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jets
 	defer unwatch()
 	for ctx.Err() == nil {
 		again := false
-		if w, err := kv.WatchAll(ctx); err == nil {
+		w, err := kvwatch.Open(func() (jetstream.KeyWatcher, error) { return kv.WatchAll(ctx) }, watchAttemptWait, watchAttempts)
+		if err == nil {
 			again = feed(ctx, w, on, listed, elections)
 			kvwatch.Stop(w)
 		}
@@ -82,6 +83,13 @@ func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jets
 		}
 	}
 }
+
+// watchAttempts and watchAttemptWait bound how a watch is opened: again
+// beside the first after each wait without an answer (see kvwatch.Open).
+const (
+	watchAttempts    = 5
+	watchAttemptWait = time.Second
+)
 
 // feed hands w's entries to on until w ends or ctx does, calling listed
 // once the last values present when the watch began are all handed. It

@@ -17,9 +17,9 @@ import (
 // after the last change applied: the old one's consumer may have died
 // with a lost server, and would be replaced only once its heartbeats were
 // missed, seconds in which other bridges' writes (a registration's move,
-// a token's revocation) went unseen (package elected). Until the new
-// watch starts, the old one goes on; the new one may hand on again changes
-// the old one handed on meanwhile, which apply must take as seen.
+// a token's revocation) went unseen (package elected). The old one is
+// kept until the new one starts; the new one may hand on again changes
+// the old one handed on, which apply must take as seen.
 type follower struct {
 	kv  jetstream.KeyValue
 	nc  *nats.Conn
@@ -69,7 +69,9 @@ func (f *follower) follow(ctx context.Context, w jetstream.KeyWatcher) {
 // or, when that cannot start yet (the cluster still electing), asks to be
 // tried again soon.
 func (f *follower) rewatch(ctx context.Context, w *jetstream.KeyWatcher) <-chan time.Time {
-	next, err := f.kv.WatchAll(ctx, jetstream.ResumeFromRevision(f.applied()+1))
+	next, err := kvwatch.Open(func() (jetstream.KeyWatcher, error) {
+		return f.kv.WatchAll(ctx, jetstream.ResumeFromRevision(f.applied()+1))
+	}, rewatchAttemptWait, rewatchAttempts)
 	if err != nil {
 		if ctx.Err() == nil {
 			f.log.Debug("kvstore: a new watch after an election could not start yet", "bucket", f.kv.Bucket(), "error", err)
@@ -83,5 +85,10 @@ func (f *follower) rewatch(ctx context.Context, w *jetstream.KeyWatcher) <-chan 
 }
 
 // rewatchPause is how soon a watch that could not start after an election
-// is tried again.
-const rewatchPause = 250 * time.Millisecond
+// is tried again; rewatchAttempts and rewatchAttemptWait bound one try
+// (see kvwatch.Open).
+const (
+	rewatchPause       = 250 * time.Millisecond
+	rewatchAttempts    = 5
+	rewatchAttemptWait = time.Second
+)
