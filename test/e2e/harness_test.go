@@ -83,15 +83,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freeAddr returns a loopback address nothing listens on right now.
+// freeAddr returns a loopback address nothing listens on right now,
+// below the kernel's ephemeral range (testutil.FreePorts): a port the
+// kernel chose for a listener here was taken, before the bridge could
+// listen on it, by one of the many connections the tests of other
+// packages dial at the same time.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", testutil.FreePorts(t, 1)[0])
 }
 
 // daemon is one `bridge run` process.
