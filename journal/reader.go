@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetstream-bridge/bridge/internal/ask"
 	"github.com/jetstream-bridge/bridge/projection"
 )
 
@@ -614,22 +615,18 @@ func (r *Reader) refresh(ctx context.Context) (StreamState, error) {
 }
 
 // streamInfo asks for the stream's info, again after infoAttemptWait
-// without an answer, up to infoAttempts times (or until ctx ends): a
-// request sent while the stream elects a leader goes unanswered, and
-// waiting out the whole timeout for it held every read for seconds after
-// the new leader was already serving.
+// without an answer (see package ask): an info request sent while the
+// stream elected a leader held every read for seconds after the new
+// leader was already serving.
 func (r *Reader) streamInfo(ctx context.Context) (jetstream.Stream, error) {
-	for attempt := 1; ; attempt++ {
+	lost := func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+	}
+	return ask.Again(ctx, infoAttempts, infoAttemptWait, lost, func(ctx context.Context) (jetstream.Stream, error) {
 		r.stats.requests.Add(1)
 		r.stats.infos.Add(1)
-		actx, cancel := context.WithTimeout(ctx, infoAttemptWait)
-		s, err := r.js.Stream(actx, r.stream)
-		cancel()
-		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
-		if !lost || attempt == infoAttempts || ctx.Err() != nil {
-			return s, err
-		}
-	}
+		return r.js.Stream(ctx, r.stream)
+	})
 }
 
 const (

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/ask"
 )
 
 // idemRecord is what an Idempotency-Key remembers, as in the bolt store.
@@ -244,19 +245,13 @@ func (s *Store) read(ctx context.Context, id string) (row, error) {
 }
 
 // get reads key from the bucket's leader, asking again after
-// readAttemptWait without an answer, up to readAttempts times (or until
-// ctx ends): a request sent while the bucket elects a leader goes
-// unanswered, and waiting out the whole timeout for it held a turn for
-// five seconds after the new leader was already serving.
+// readAttemptWait without an answer (see package ask): a read sent while
+// the bucket elected a leader held a turn for five seconds after the new
+// leader was already serving.
 func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, readAttemptWait)
-		e, err := s.regs.Get(actx, key)
-		cancel()
-		if err == nil || attempt == readAttempts || ctx.Err() != nil || !errors.Is(unavailable(err), cursor.ErrUnavailable) {
-			return e, err
-		}
-	}
+	return ask.Again(ctx, readAttempts, readAttemptWait,
+		func(err error) bool { return errors.Is(unavailable(err), cursor.ErrUnavailable) },
+		func(ctx context.Context) (jetstream.KeyValueEntry, error) { return s.regs.Get(ctx, key) })
 }
 
 // readAttempts × readAttemptWait is the longest a read waits, as one
