@@ -8,7 +8,8 @@
 // BRIDGE_SOAK=1 (make soak) runs the long drills; BRIDGE_E2E_RACE=1
 // (make soak too) builds the bridge binary with the race detector, so a
 // race in the bridge under the drills ends its run with the report and
-// exit status 66.
+// exit status 66. BRIDGE_E2E_LEASE_TTL (a duration, 2s by default) runs
+// the cluster drills with that --lease-ttl and the bounds that follow.
 package e2e
 
 import (
