@@ -238,20 +238,7 @@ func TestFourthMemberGetsFairShare(t *testing.T) {
 // election's seconds, which is why the TTL must exceed an election.
 func TestLeasesContinueAfterLeaderLoss(t *testing.T) {
 	c, ms := threeMembers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := testutil.JetStream(t, c.ClientURLs()).Stream(ctx, "KV_T_leases")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := c.Index(info.Cluster.Leader)
-	if leader < 0 {
-		t.Fatalf("leases stream leader %q is none of the servers", info.Cluster.Leader)
-	}
+	leader := c.StreamLeader("KV_T_leases")
 	c.Stop(leader)
 	stopped := time.Now()
 	// Owns lapses within a TTL without renewals: a split still whole a TTL
@@ -263,8 +250,27 @@ func TestLeasesContinueAfterLeaderLoss(t *testing.T) {
 	for _, m := range ms {
 		failed += m.Stats().RenewalsFailed
 	}
-	t.Logf("split whole %v after stopping %s; %d renewals failed meanwhile", took, info.Cluster.Leader, failed)
+	t.Logf("split whole %v after stopping node %d; %d renewals failed meanwhile", took, leader, failed)
+	// Holder is for display, yet must not stay stale: each member's
+	// watch of the leases follows the new leader too.
+	eventually(t, 2*testTTL, "every member to name each shard's owner", func() bool { return holdersShown(ms) })
 	c.Restart(leader)
+}
+
+// holdersShown reports whether every member names each shard's owner as
+// its holder.
+func holdersShown(ms []*Member) bool {
+	for s, o := range owners(ms) {
+		if len(o) != 1 {
+			return false
+		}
+		for _, m := range ms {
+			if m.Holder(s) != ms[o[0]].cfg.Instance {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // A member handing shards to a newcomer settles each first: BeforeRelease

@@ -57,6 +57,10 @@ type Member struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// membersRev and leasesRev are the revisions of the last change
+	// applied from each bucket's watch.
+	membersRev, leasesRev atomic.Uint64
+
 	takeovers      atomic.Uint64
 	renewalsFailed atomic.Uint64
 }
@@ -124,8 +128,8 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 	m.stop = stop
 	var once sync.Once
 	listed := func() { once.Do(func() { close(m.listed) }) }
-	m.loops.Go(func() { m.follow(loopCtx, m.members, m.seeMember, listed) })
-	m.loops.Go(func() { m.follow(loopCtx, m.leases, m.seeLease, func() {}) })
+	m.loops.Go(func() { m.follow(loopCtx, m.members, m.seeMember, listed, &m.membersRev) })
+	m.loops.Go(func() { m.follow(loopCtx, m.leases, m.seeLease, nil, &m.leasesRev) })
 	m.loops.Go(func() { m.run(context.Background()) })
 	return m, nil
 }
@@ -176,10 +180,15 @@ func (m *Member) owned() []int {
 
 // Holder names the member whose lease on shard this member last saw,
 // empty when none: for display, as the watch of the leases has it (a
-// lease expiring shows once its marker arrives), never for ownership.
+// lease expiring shows once its marker arrives), never for ownership. A
+// shard this member owns is named for it at once, before its write comes
+// back through the watch.
 func (m *Member) Holder(shard int) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if h := m.held[shard]; h != nil && m.fresh(h) {
+		return m.cfg.Instance
+	}
 	return m.holders[shard]
 }
 
@@ -234,7 +243,9 @@ func latest(ctx context.Context, kv jetstream.KeyValue) ([]jetstream.KeyValueEnt
 	if err != nil {
 		return nil, err
 	}
-	defer kvwatch.Stop(w)
+	// Stopping deletes the consumer, which a cluster electing may leave
+	// unanswered for seconds: the answer is not held for it.
+	defer func() { go kvwatch.Stop(w) }()
 	var out []jetstream.KeyValueEntry
 	for {
 		select {

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetstream-bridge/bridge/internal/elected"
 	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
@@ -51,68 +51,29 @@ func (m *Member) wakeUp() {
 }
 
 // follow feeds every entry of kv, from the last value of each key on, to
-// on, watching again if the watch ends. The watch is read without pause:
-// nats.go's watcher stalls its delivery while its channel is full, and a
-// stalled watch reports members and releases late. Values are read too:
-// they are instance names and join times, and name each shard's holder.
-//
-// When a stream of the account elects a leader the watch starts over at
-// once: its consumer may have died with a lost server, and would be
-// replaced only once its heartbeats were missed, seconds in which holders
-// and members went unseen (package elected).
-func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func()) {
-	elections, unwatch, err := elected.Watch(m.nc)
+// on, and calls listed (when not nil) once the values present at the
+// start are fed. The watch is read without pause: nats.go's watcher
+// stalls its delivery while its channel is full, and a stalled watch
+// reports members and releases late. Values are read too: they are
+// instance names and join times, and name each shard's holder. After an
+// election the watch resumes after rev, the last revision fed, on a new
+// consumer (see kvwatch.Follower): an entry may be fed again, in order.
+func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func(), rev *atomic.Uint64) {
+	w, err := kvwatch.Open(ctx, func() (jetstream.KeyWatcher, error) { return kv.WatchAll(ctx) }, watchAttemptWait)
 	if err != nil {
-		m.cfg.Logger.Warn("lease: cannot watch the streams' leader elections; a lost server is noticed by missed heartbeats",
-			"bucket", kv.Bucket(), "error", err)
+		return // ctx ended
 	}
-	defer unwatch()
-	for ctx.Err() == nil {
-		again := false
-		w, err := kvwatch.Open(func() (jetstream.KeyWatcher, error) { return kv.WatchAll(ctx) }, watchAttemptWait, watchAttempts)
-		if err == nil {
-			again = feed(ctx, w, on, listed, elections)
-			kvwatch.Stop(w)
-		}
-		if again {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(m.cfg.TTL / 8):
-		}
-	}
+	f := kvwatch.Follower{KV: kv, Conn: m.nc, Log: m.cfg.Logger, Ready: listed, Applied: rev.Load,
+		Apply: func(e jetstream.KeyValueEntry) {
+			on(e)
+			rev.Store(max(rev.Load(), e.Revision()))
+		}}
+	f.Run(ctx, w)
 }
 
-// watchAttempts and watchAttemptWait bound how a watch is opened: again
-// beside the first after each wait without an answer (see kvwatch.Open).
-const (
-	watchAttempts    = 5
-	watchAttemptWait = time.Second
-)
-
-// feed hands w's entries to on until w ends or ctx does, calling listed
-// once the last values present when the watch began are all handed. It
-// reports whether it stopped for a leader election.
-func feed(ctx context.Context, w jetstream.KeyWatcher, on func(jetstream.KeyValueEntry), listed func(), elections <-chan struct{}) bool {
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-elections:
-			return true
-		case e, ok := <-w.Updates():
-			if !ok {
-				return false
-			}
-			if e == nil {
-				listed()
-			} else {
-				on(e)
-			}
-		}
-	}
-}
+// watchAttemptWait is how long an attempt to open a watch waits for an
+// answer before another starts beside it (see kvwatch.Open).
+const watchAttemptWait = time.Second
 
 // seeMember records a member key's write: a new member or one gone wakes
 // the loop. A member is live until a TTL after its last write by the

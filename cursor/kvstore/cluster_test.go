@@ -49,14 +49,7 @@ func TestOnAThreeNodeCluster(t *testing.T) {
 
 	info, err := a.regs.Status(ctx)
 	must(t, err)
-	stream, err := testutil.JetStream(t, c.ClientURLs()).Stream(ctx, "KV_"+info.Bucket())
-	must(t, err)
-	si, err := stream.Info(ctx)
-	must(t, err)
-	leader := c.Index(si.Cluster.Leader)
-	if leader < 0 {
-		t.Fatalf("no leader for %s: %+v", info.Bucket(), si.Cluster)
-	}
+	leader := c.StreamLeader("KV_" + info.Bucket())
 	c.Stop(leader)
 	advance(t, a, "x", cursor.Progress{NextSeq: 12, Delivered: 2})
 	deadline := time.Now().Add(30 * time.Second)

@@ -54,6 +54,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 // DefaultPrefix names the buckets when WithPrefix is not given.
@@ -272,17 +273,17 @@ func (s *Store) startWatch(ctx context.Context) error {
 }
 
 // runWatch applies the bucket's changes until the watch ends (see
-// follower).
+// kvwatch.Follower).
 func (s *Store) runWatch(ctx context.Context, w jetstream.KeyWatcher, ready chan struct{}) {
 	defer close(s.watchDone)
-	f := follower{kv: s.regs, nc: s.nc, log: s.log, ready: func() { close(ready) }, applied: s.watched.Load,
-		apply: func(e jetstream.KeyValueEntry) {
+	f := kvwatch.Follower{KV: s.regs, Conn: s.nc, Log: s.log, Ready: func() { close(ready) }, Applied: s.watched.Load,
+		Apply: func(e jetstream.KeyValueEntry) {
 			s.watching.Lock()
 			s.applyWatched(e)
 			s.watched.Store(max(s.watched.Load(), e.Revision()))
 			s.watching.Unlock()
 		}}
-	f.follow(ctx, w)
+	f.Run(ctx, w)
 	if !s.closing.Load() {
 		s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
 			"bucket", s.regs.Bucket())

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 var _ cursor.Tokens = (*Store)(nil)
@@ -75,15 +76,16 @@ func openTokens(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	}
 }
 
-// run applies the bucket's changes until the watch ends (see follower).
+// run applies the bucket's changes until the watch ends (see
+// kvwatch.Follower).
 func (ts *tokenSet) run(ctx context.Context, nc *nats.Conn, w jetstream.KeyWatcher, ready chan struct{}) {
 	defer close(ts.done)
-	f := follower{kv: ts.kv, nc: nc, log: ts.log, ready: func() { close(ready) }, applied: ts.watched.Load,
-		apply: func(e jetstream.KeyValueEntry) {
+	f := kvwatch.Follower{KV: ts.kv, Conn: nc, Log: ts.log, Ready: func() { close(ready) }, Applied: ts.watched.Load,
+		Apply: func(e jetstream.KeyValueEntry) {
 			ts.applyWatched(e)
 			ts.watched.Store(max(ts.watched.Load(), e.Revision()))
 		}}
-	f.follow(ctx, w)
+	f.Run(ctx, w)
 	if !ts.closing.Load() {
 		ts.log.Error("kvstore: the watch of the tokens ended (connection closed?); tokens made or revoked through other bridges are not seen here",
 			"bucket", ts.kv.Bucket())

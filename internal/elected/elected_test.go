@@ -24,15 +24,10 @@ func TestWatchHearsTheElectionAfterALeaderIsLost(t *testing.T) {
 	js := testutil.JetStream(t, c.ClientURLs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t"}, Replicas: 3})
-	if err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := c.Index(info.Cluster.Leader)
+	leader := c.StreamLeader("T")
 	other := (leader + 1) % 3
 	stays := watchOn(t, c.Servers[other].ClientURL())
 	lost := watchOn(t, c.ClientURLs()) // the first URL's node, possibly the leader's

@@ -1,7 +1,9 @@
-// Package kvwatch stops key-value watches safely.
+// Package kvwatch keeps key-value watches going through a cluster that
+// loses a server and elects new leaders.
 package kvwatch
 
 import (
+	"context"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -10,6 +12,10 @@ import (
 // Stop stops w and drains it until it closes or stays quiet for 50 ms: a
 // delivery blocked on the full channel when the watch stops would never
 // return, and nats.go does not always close the channel after Stop.
+//
+// Stopping deletes the watch's consumer and waits for the answer, which
+// a cluster electing a leader may not give for nats.go's whole timeout
+// (5 s): a caller that must go on meanwhile stops in the background.
 func Stop(w jetstream.KeyWatcher) {
 	_ = w.Stop()
 	for {
@@ -24,21 +30,25 @@ func Stop(w jetstream.KeyWatcher) {
 	}
 }
 
-// Open opens a watch with open, and opens it again, at once beside the
-// attempts still waiting, each time wait passes without an answer, at
-// most attempts times in all: a request sent while the cluster elects a
-// leader goes unanswered, and nats.go waits out its whole timeout (5 s)
-// for it where a request sent a moment later is answered at once. The
-// first watch opened is returned and any opened after it is stopped; the
-// error is the last attempt's when none opens.
+// refusedPause is how soon an attempt follows one refused, when no other
+// is waiting: a cluster without a leader refuses at once, for seconds.
+const refusedPause = 250 * time.Millisecond
+
+// Open opens a watch with open, trying until one opens or ctx ends. A
+// request sent while the cluster elects a leader goes unanswered, and
+// nats.go waits out its whole timeout (5 s) for it where one sent a
+// moment later is answered at once; so another attempt starts beside
+// those waiting each time wait passes without an answer. The first watch
+// opened is returned, and any opened after it, or after ctx ended, is
+// stopped.
 //
-// open's context must outlive the watch: nats.go ends a watch with the
-// context it was opened with, so no deadline can bound the attempts.
-func Open(open func() (jetstream.KeyWatcher, error), wait time.Duration, attempts int) (jetstream.KeyWatcher, error) {
-	results := make(chan opened, attempts)
-	started, answered := 0, 0
+// open's context must outlive the watch (nats.go ends a watch with the
+// context it was opened with): end ctx to give up.
+func Open(ctx context.Context, open func() (jetstream.KeyWatcher, error), wait time.Duration) (jetstream.KeyWatcher, error) {
+	results := make(chan opened)
+	waiting := 0
 	launch := func() {
-		started++
+		waiting++
 		go func() {
 			w, err := open()
 			results <- opened{w, err}
@@ -47,28 +57,22 @@ func Open(open func() (jetstream.KeyWatcher, error), wait time.Duration, attempt
 	launch()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	var last error
+	defer func() { go stopLate(results, waiting) }()
 	for {
 		select {
 		case r := <-results:
-			answered++
+			waiting--
 			if r.err == nil {
-				go stopLate(results, started-answered)
 				return r.w, nil
 			}
-			last = r.err
-			if answered == attempts {
-				return nil, last
-			}
-			if answered == started {
-				launch()
-				timer.Reset(wait)
+			if waiting == 0 {
+				timer.Reset(refusedPause)
 			}
 		case <-timer.C:
-			if started < attempts {
-				launch()
-				timer.Reset(wait)
-			}
+			launch()
+			timer.Reset(wait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -192,6 +193,27 @@ func (c *NATSCluster) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// StreamLeader returns the index of the node leading stream, failing the
+// test when the stream cannot be read or its leader is none of the nodes.
+func (c *NATSCluster) StreamLeader(stream string) int {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := JetStream(c.t, c.ClientURLs()).Stream(ctx, stream)
+	if err != nil {
+		c.t.Fatalf("stream %s: %v", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		c.t.Fatalf("stream %s: %v", stream, err)
+	}
+	i := c.Index(info.Cluster.Leader)
+	if i < 0 {
+		c.t.Fatalf("stream %s: leader %q is none of the cluster's nodes", stream, info.Cluster.Leader)
+	}
+	return i
 }
 
 // waitReady returns once a meta leader sees every running server as a

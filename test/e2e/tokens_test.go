@@ -366,14 +366,7 @@ func TestTokensAcrossCluster(t *testing.T) {
 // bucket, once the bucket has a new leader, is refused by every bridge
 // within 2 s too: a bridge whose watch's consumer died with the node
 // watches again at the election instead of after missed heartbeats.
-//
-// It runs with `make soak` only: one bridge's watch was seen stale past
-// 2 s after a node's loss (as the owners shown after one are), its cause
-// not found.
 func TestTokenRevokedAfterANodeLoss(t *testing.T) {
-	if os.Getenv("BRIDGE_SOAK") == "" {
-		t.Skip("a drill of a promise not kept every run yet after a node's loss; runs under BRIDGE_SOAK=1 (make soak)")
-	}
 	c := newBridgeCluster(t, 3)
 	token := clusterOperatorToken(t, c)
 	const bucket = "KV_BRIDGE_tokens"
