@@ -2,12 +2,14 @@ package kvstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/cursor/cursortest"
 )
 
 // Due with a filter skips the rows the filter refuses without counting
@@ -88,5 +90,43 @@ func TestListWaitsForTheWatch(t *testing.T) {
 	must(t, err)
 	if len(rows) != 1 || rows[0].ID != "fresh" {
 		t.Fatalf("List through b right after a's create = %v, want [fresh]", rows)
+	}
+}
+
+// A token revoked through one store while another's watch of the tokens
+// is being replaced, its old consumer dead with a lost server and no new
+// one placed yet, is refused by the other within cursor.LookupLag: each
+// token it holds is read from the bucket meanwhile.
+func TestTokenRevokedWhileTheWatchIsReplacedIsRefused(t *testing.T) {
+	url := startNATS(t)
+	a, b := openKV(t, url), openKV(t, url)
+	ctx := context.Background()
+	tok := cursortest.Tok("ops", "team-", cursor.Operator)
+	sum := sha256.Sum256([]byte("secret-ops"))
+	must(t, a.CreateToken(ctx, tok))
+	must(t, a.CreateToken(ctx, cursortest.Tok("kept", "team-", cursor.Viewer)))
+	waitFound := func(name string, sum [sha256.Size]byte, want bool) {
+		t.Helper()
+		deadline := time.Now().Add(cursor.LookupLag)
+		for _, ok := b.LookupToken(sum); ok != want; _, ok = b.LookupToken(sum) {
+			if time.Now().After(deadline) {
+				t.Fatalf("LookupToken(%s) through the other store = %v after %v, want %v", name, ok, cursor.LookupLag, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFound("ops", sum, true)
+	waitFound("kept", sha256.Sum256([]byte("secret-kept")), true)
+	// b's watch ends as one whose consumer died; its replacement opens.
+	b.tokens.stop()
+	<-b.tokens.done
+	b.tokens.opening(true)
+	t.Cleanup(func() { b.tokens.opening(false) })
+	if _, err := a.DeleteToken(ctx, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitFound("ops", sum, false)
+	if _, ok := b.LookupToken(sha256.Sum256([]byte("secret-kept"))); !ok {
+		t.Fatal("a token still in the bucket was dropped")
 	}
 }

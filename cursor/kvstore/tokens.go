@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,6 +48,10 @@ type tokenSet struct {
 	closing atomic.Bool
 	// watched is the revision of the last change the watch applied.
 	watched atomic.Uint64
+	// endConfirm stops the checks of the tokens against the bucket
+	// while the watch is being replaced; only the watch's goroutine
+	// touches it.
+	endConfirm context.CancelFunc
 }
 
 // openTokens binds the bucket and waits until the watch has read every
@@ -84,7 +89,8 @@ func (ts *tokenSet) run(ctx context.Context, nc *nats.Conn, w jetstream.KeyWatch
 		Apply: func(e jetstream.KeyValueEntry) {
 			ts.applyWatched(e)
 			ts.watched.Store(max(ts.watched.Load(), e.Revision()))
-		}}
+		},
+		Opening: ts.opening}
 	f.Run(ctx, w)
 	if !ts.closing.Load() {
 		ts.log.Error("kvstore: the watch of the tokens ended (connection closed?); tokens made or revoked through other bridges are not seen here",
@@ -195,6 +201,73 @@ func (ts *tokenSet) drop(name string, rev uint64) bool {
 	ts.tombs[name] = max(ts.tombs[name], rev, ts.revs[name])
 	delete(ts.revs, name)
 	return ts.idx.Remove(name)
+}
+
+// confirmEvery is how often each token is read from the bucket while the
+// watch is being replaced: well within cursor.LookupLag.
+const confirmEvery = 250 * time.Millisecond
+
+// opening checks every token in the index against the bucket, every
+// confirmEvery, from when the watch starts being replaced (on is true)
+// until the new watch runs. After a server's loss the old watch's
+// consumer may have died with it, and until the cluster has elected its
+// meta leader no new consumer can be placed: seconds in which a token
+// revoked through another bridge would still be taken here. A read of a
+// key is answered by any replica of the bucket meanwhile.
+func (ts *tokenSet) opening(on bool) {
+	if ts.endConfirm != nil {
+		ts.endConfirm()
+		ts.endConfirm = nil
+	}
+	if on {
+		ctx, cancel := context.WithCancel(context.Background())
+		ts.endConfirm = cancel
+		go ts.confirm(ctx)
+	}
+}
+
+// confirm drops each token gone from the bucket, every confirmEvery,
+// until ctx ends.
+func (ts *tokenSet) confirm(ctx context.Context) {
+	t := time.NewTicker(confirmEvery)
+	defer t.Stop()
+	for {
+		for _, tok := range ts.idx.All() {
+			if !ts.confirmOne(ctx, tok.Name) {
+				break // the bucket does not answer: the next pass asks again
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// confirmOne reads name from the bucket and drops it from the index when
+// the bucket has it no more, unless a newer revision was learnt
+// meanwhile. It reports whether the bucket answered.
+func (ts *tokenSet) confirmOne(ctx context.Context, name string) bool {
+	ts.mu.Lock()
+	rev := ts.revs[name]
+	ts.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, confirmEvery)
+	defer cancel()
+	_, err := ts.kv.Get(rctx, encodeKey(name))
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err == nil
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.revs[name] == rev {
+		ts.tombs[name] = max(ts.tombs[name], rev)
+		delete(ts.revs, name)
+		if ts.idx.Remove(name) {
+			ts.log.Info("kvstore: a token gone from the bucket is refused from now on; its delete had not come through the watch, which is being replaced", "name", name)
+		}
+	}
+	return true
 }
 
 // LookupToken answers from memory.

@@ -40,6 +40,11 @@ type Follower struct {
 	// Applied is the revision of the last change applied; it is called
 	// from other goroutines.
 	Applied func() uint64
+	// Opening, when set, is told true when a new watch starts opening
+	// and false once it replaced the old one: a window in which changes
+	// may go unseen if the old watch's consumer died, and the cluster
+	// cannot place a new one yet (no meta leader).
+	Opening func(bool)
 }
 
 // openAttemptWait is how long an attempt to open a watch waits for an
@@ -58,7 +63,9 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 	defer unwatch()
 	var op opening
 	defer func() {
-		op.stop()
+		if op.stop() {
+			f.opening(false)
+		}
 		Stop(w)
 	}()
 	updates := w.Updates()
@@ -74,7 +81,7 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 					return
 				}
 				updates = nil
-				op.restart(ctx, f)
+				f.restart(ctx, &op)
 			case e == nil:
 				if initial && f.Ready != nil {
 					f.Ready()
@@ -84,12 +91,28 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 				f.Apply(e)
 			}
 		case <-elections:
-			op.restart(ctx, f)
+			f.restart(ctx, &op)
 		case next := <-op.ready:
 			go Stop(w)
 			w, updates = next, next.Updates()
+			op.stop() // the attempts still waiting
 			op = opening{}
+			f.opening(false)
 		}
+	}
+}
+
+// restart starts opening a new watch, giving up the opening under way.
+func (f *Follower) restart(ctx context.Context, op *opening) {
+	if !op.stop() {
+		f.opening(true)
+	}
+	op.start(ctx, f)
+}
+
+func (f *Follower) opening(on bool) {
+	if f.Opening != nil {
+		f.Opening(on)
 	}
 }
 
@@ -100,16 +123,18 @@ type opening struct {
 	cancel context.CancelFunc
 }
 
-// stop gives up the opening under way, if any.
-func (op *opening) stop() {
-	if op.cancel != nil {
-		op.cancel()
+// stop gives up the opening under way and reports whether there was one.
+func (op *opening) stop() bool {
+	if op.cancel == nil {
+		return false
 	}
+	op.cancel()
+	return true
 }
 
-// restart gives up the opening under way, if any, and starts another.
-func (op *opening) restart(ctx context.Context, f *Follower) {
-	op.stop()
+// start opens a new watch in the background, resuming after the last
+// change f applied.
+func (op *opening) start(ctx context.Context, f *Follower) {
 	octx, cancel := context.WithCancel(ctx)
 	ready := make(chan jetstream.KeyWatcher)
 	*op = opening{ready: ready, cancel: cancel}
