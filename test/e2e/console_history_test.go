@@ -55,7 +55,7 @@ func TestConsoleDrawsAStreakAndItsRecovery(t *testing.T) {
 		{"archive", "lag", "6 true"}, {"archive", "failures", "1 true"},
 		{"orders", "lag", "0 false"}, {"orders", "failures", "0 false"},
 	} {
-		b.until(fmt.Sprintf("%s's %s bar (value, drawn) %q", c.id, c.kind, c.want), fmt.Sprintf(`%s === %s`, bar(c.id, c.kind), jsString(c.want)))
+		b.untilIs(fmt.Sprintf("%s's %s bar (value, drawn)", c.id, c.kind), bar(c.id, c.kind), c.want)
 	}
 
 	// The picture: every attempt a point, in time order, its outcome in
@@ -63,7 +63,7 @@ func TestConsoleDrawsAStreakAndItsRecovery(t *testing.T) {
 	b.do(chromedp.Click(`//table[@id="rest"]//a[text()="orders"]`))
 	outcomes := `[...document.querySelectorAll('#history [data-outcome]')].map((p) => p.getAttribute('data-outcome')).join(',')`
 	want := "2xx,2xx,2xx,5xx,5xx,5xx,5xx,5xx,2xx,2xx,2xx"
-	b.until("the streak and the recovery in the picture", fmt.Sprintf(`%s === %s`, outcomes, jsString(want)))
+	b.untilIs("the streak and the recovery in the picture", outcomes, want)
 	inOrder := `(() => { const t = [...document.querySelectorAll('#history [data-outcome]')].map((p) => Date.parse(p.getAttribute('data-at')));
 		return t.every((v, i) => !Number.isNaN(v) && (i === 0 || t[i-1] <= v)); })()`
 	if !evaluate[bool](b, inOrder) {

@@ -309,13 +309,27 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 // console polls every few seconds; 20 s leaves room for a loaded machine.
 func (b *browser) until(what, cond string) {
 	b.t.Helper()
+	if err := b.poll(cond); err != nil {
+		b.t.Fatalf("waiting for %s: %v\npage: %s", what, err, b.text())
+	}
+}
+
+// untilIs waits until the string expression expr is want; a failure
+// says what expr was last.
+func (b *browser) untilIs(what, expr, want string) {
+	b.t.Helper()
+	if err := b.poll(fmt.Sprintf(`(%s) === %s`, expr, jsString(want))); err != nil {
+		b.t.Fatalf("waiting for %s: %v\nlast %q, want %q\npage: %s", what, err, evaluate[string](b, expr), want, b.text())
+	}
+}
+
+// poll evaluates cond until it is true, for 20 s at most.
+func (b *browser) poll(cond string) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 25*time.Second)
 	defer cancel()
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond),
 		chromedp.WithPollingTimeout(20*time.Second)))
-	if err != nil {
-		b.t.Fatalf("waiting for %s: %v\npage: %s", what, err, b.text())
-	}
+	return err
 }
 
 func evaluate[T any](b *browser, js string) T {
