@@ -2,6 +2,7 @@ package kvwatch
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -26,6 +27,13 @@ import (
 // signal while a watch opens starts the opening over, as attempts sent
 // before the election may be placed on the lost server. The old watch
 // stops in the background: stopping waits for its consumer's delete.
+//
+// A consumer is placed on any server of its stream, not only its leader,
+// and one lost with a server whose streams' elections come seconds later
+// (or never, if it led none) falls silent while the bucket takes writes.
+// So the follower also looks at the bucket's last revision every
+// probeEvery, and a watch that applied nothing in a whole interval while
+// the bucket held a newer revision is replaced as after an election.
 type Follower struct {
 	KV   jetstream.KeyValue
 	Conn *nats.Conn // the connection whose elections and reconnections restart the watch
@@ -48,8 +56,12 @@ type Follower struct {
 }
 
 // openAttemptWait is how long an attempt to open a watch waits for an
-// answer before another starts beside it (see Open).
-const openAttemptWait = time.Second
+// answer before another starts beside it (see Open); probeEvery is how
+// often the bucket's last revision is read to find a silent watch.
+const (
+	openAttemptWait = time.Second
+	probeEvery      = 500 * time.Millisecond
+)
 
 // Run applies w's changes, and those of the watches that replace it, until
 // ctx ends or the connection is closed; the watch it holds then is
@@ -61,6 +73,11 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 			"bucket", f.KV.Bucket(), "error", err)
 	}
 	defer unwatch()
+	pctx, stopProbe := context.WithCancel(ctx)
+	stalls := make(chan struct{}, 1)
+	probed := make(chan struct{})
+	go func() { defer close(probed); f.probe(pctx, stalls) }()
+	defer func() { stopProbe(); <-probed }()
 	var op opening
 	defer func() {
 		if op.stop() {
@@ -92,6 +109,10 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 			}
 		case <-elections:
 			f.restart(ctx, &op)
+		case <-stalls:
+			f.Log.Info("the watch of a bucket fell silent while the bucket took writes (its server lost?); watching again",
+				"bucket", f.KV.Bucket(), "applied", f.Applied())
+			f.restart(ctx, &op)
 		case next := <-op.ready:
 			go Stop(w)
 			w, updates = next, next.Updates()
@@ -100,6 +121,54 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 			f.opening(false)
 		}
 	}
+}
+
+// probe signals stalls when the watch applied nothing for a whole
+// probeEvery while the bucket held a revision beyond the last applied,
+// once for each such last revision: a last message removed before any
+// watch handed it on (an expired lease) must not restart the watch
+// again and again.
+func (f *Follower) probe(ctx context.Context, stalls chan<- struct{}) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	var behind bool
+	var applied, last, signalled uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := f.Applied()
+		if behind && now == applied && last != signalled {
+			signalled = last
+			select {
+			case stalls <- struct{}{}:
+			default:
+			}
+		}
+		var err error
+		if last, err = f.lastRevision(ctx); err != nil {
+			behind = false
+			continue
+		}
+		behind, applied = last > now, now
+	}
+}
+
+// lastRevision reads the revision of the bucket's last change.
+func (f *Follower) lastRevision(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeEvery)
+	defer cancel()
+	st, err := f.KV.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	info, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo })
+	if !ok || info.StreamInfo() == nil {
+		return 0, fmt.Errorf("kvwatch: the status of bucket %s does not say its last revision", f.KV.Bucket())
+	}
+	return info.StreamInfo().State.LastSeq, nil
 }
 
 // restart starts opening a new watch, giving up the opening under way.

@@ -113,3 +113,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A watch fallen silent while the bucket takes writes (its consumer lost
+// with a server whose elections have not come, or never will) is
+// replaced: the change the silent watch never handed on is applied.
+func TestFollowerReplacesASilentWatch(t *testing.T) {
+	js := testutil.JetStream(t, testutil.NATS(t, t.TempDir(), -1).ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "S"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{vals: map[string]string{}}
+	f := &Follower{KV: kv, Conn: js.Conn(), Log: slog.New(slog.DiscardHandler), Apply: s.apply, Applied: s.rev.Load}
+	var stops atomic.Int32
+	silent := newFake(&stops)
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(runCtx, silent) }()
+	defer func() { stop(); <-done }()
+	if _, err := kv.Put(ctx, "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a=1, which the silent watch never handed on", func() bool { return s.value("a") == "1" })
+	waitStops(t, &stops, 1, "the silent watch")
+}

@@ -299,6 +299,37 @@ func (c *natsCluster) streamLeader(js jetstream.JetStream, stream string) int {
 	return c.streamLeaderAsking(js, stream, 2*time.Second)
 }
 
+// busiestConsumerNode is the node, other than except, on which most
+// consumers of stream are placed, and how many.
+func (c *natsCluster) busiestConsumerNode(js jetstream.JetStream, stream string, except int) (node, held int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		c.t.Fatalf("stream %s: %v", stream, err)
+	}
+	counts := make([]int, len(c.nodes))
+	list := s.ListConsumers(ctx)
+	for info := range list.Info() {
+		if info.Cluster != nil {
+			if i := c.index(info.Cluster.Leader); i >= 0 {
+				counts[i]++
+			}
+		}
+	}
+	if err := list.Err(); err != nil {
+		c.t.Fatalf("consumers of %s: %v", stream, err)
+	}
+	node = (except + 1) % len(c.nodes)
+	for i, n := range counts {
+		if i != except && n > counts[node] {
+			node = i
+		}
+	}
+	return node, counts[node]
+}
+
 // streamLeaderAsking is streamLeader asking every ask: a stream with no
 // leader does not answer, so ask bounds how late an election is seen.
 func (c *natsCluster) streamLeaderAsking(js jetstream.JetStream, stream string, ask time.Duration) int {

@@ -383,6 +383,29 @@ func TestTokenRevokedAfterANodeLoss(t *testing.T) {
 	c.checkRevoked(token, revoked)
 }
 
+// A revocation made after the kill -9 of a NATS node that does not lead
+// the tokens' bucket, but holds the consumer of a bridge's watch of the
+// tokens, is refused by every bridge within 2 s too: the bucket answers
+// the revoke at once, no election of it tells that bridge its watch is
+// gone, and the bridge finds its watch silent by the bucket's last
+// revision.
+func TestTokenRevokedAfterTheLossOfAWatchesNode(t *testing.T) {
+	c := newBridgeCluster(t, 3)
+	token := clusterOperatorToken(t, c)
+	const bucket = "KV_BRIDGE_tokens"
+	leader := c.nats.streamLeader(c.js, bucket)
+	node, held := c.nats.busiestConsumerNode(c.js, bucket, leader)
+	c.nats.kill9(node)
+	t.Logf("killed n%d, which held %d of the tokens' watch consumers; n%d leads the bucket", node+1, held, leader+1)
+	var revoked time.Time
+	waitFor(t, clusterSettle, "the revoke to be answered", func() bool {
+		code, _ := callAs(t, c.bridges[0].admin, clusterToken, "DELETE", "/v1/tokens/team-a-ops", "")
+		revoked = time.Now()
+		return code == 204
+	})
+	c.checkRevoked(token, revoked)
+}
+
 // clusterOperatorToken makes an operator token on team-a- through the
 // first bridge and waits until every bridge takes it.
 func clusterOperatorToken(t *testing.T, c *bridgeCluster) string {
