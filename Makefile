@@ -73,7 +73,7 @@ fuzz:
 soak:
 	status=0; \
 	BRIDGE_SOAK=1 BRIDGE_E2E_RACE=1 $(GO) test -race -count=1 -timeout 60m -run 'TestCrashKillNineLosesNothing|TestStreamRecreatedUnderRunningBridge|TestClusterSurvivesLossOfNATSLeaders' -v ./test/e2e/ || status=1; \
-	BRIDGE_E2E_RACE=1 $(GO) test -race -count=20 -timeout 45m -run 'TestClusterCreatesWhileSharesMove|TestClusterResumesAfterJournalLeaderKilled|TestTokenRevokedAfterANodeLoss' ./test/e2e/ || status=1; \
+	BRIDGE_E2E_RACE=1 $(GO) test -race -count=20 -timeout 45m -run 'TestClusterCreatesWhileSharesMove|TestClusterResumesAfterJournalLeaderKilled|TestTokenRevokedAfterANodeLoss|TestTokenRevokedAfterTheLossOfAWatchesNode' ./test/e2e/ || status=1; \
 	BRIDGE_E2E_RACE=1 $(GO) test -race -count=1 -timeout 30m ./test/e2e/ || status=1; \
 	exit $$status
 

@@ -198,6 +198,10 @@ func (s *Store) DeleteToken(ctx context.Context, name string) (bool, error) {
 func (ts *tokenSet) drop(name string, rev uint64) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	return ts.dropLocked(name, rev)
+}
+
+func (ts *tokenSet) dropLocked(name string, rev uint64) bool {
 	ts.tombs[name] = max(ts.tombs[name], rev, ts.revs[name])
 	delete(ts.revs, name)
 	return ts.idx.Remove(name)
@@ -261,9 +265,7 @@ func (ts *tokenSet) confirmOne(ctx context.Context, name string) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.revs[name] == rev {
-		ts.tombs[name] = max(ts.tombs[name], rev)
-		delete(ts.revs, name)
-		if ts.idx.Remove(name) {
+		if ts.dropLocked(name, rev) {
 			ts.log.Info("kvstore: a token gone from the bucket is refused from now on; its delete had not come through the watch, which is being replaced", "name", name)
 		}
 	}

@@ -81,7 +81,7 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 	var op opening
 	defer func() {
 		if op.stop() {
-			f.opening(false)
+			f.announce(false)
 		}
 		Stop(w)
 	}()
@@ -110,6 +110,9 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 		case <-elections:
 			f.restart(ctx, &op)
 		case <-stalls:
+			if op.cancel != nil {
+				continue // a new watch is opening already
+			}
 			f.Log.Info("the watch of a bucket fell silent while the bucket took writes (its server lost?); watching again",
 				"bucket", f.KV.Bucket(), "applied", f.Applied())
 			f.restart(ctx, &op)
@@ -118,7 +121,7 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 			w, updates = next, next.Updates()
 			op.stop() // the attempts still waiting
 			op = opening{}
-			f.opening(false)
+			f.announce(false)
 		}
 	}
 }
@@ -174,12 +177,14 @@ func (f *Follower) lastRevision(ctx context.Context) (uint64, error) {
 // restart starts opening a new watch, giving up the opening under way.
 func (f *Follower) restart(ctx context.Context, op *opening) {
 	if !op.stop() {
-		f.opening(true)
+		f.announce(true)
 	}
 	op.start(ctx, f)
 }
 
-func (f *Follower) opening(on bool) {
+// announce tells Opening, when set, that a new watch is opening (on) or
+// replaced the old one.
+func (f *Follower) announce(on bool) {
 	if f.Opening != nil {
 		f.Opening(on)
 	}
