@@ -374,13 +374,7 @@ func TestTokenRevokedAfterANodeLoss(t *testing.T) {
 	watch := testutil.JetStream(t, fmt.Sprintf("nats://127.0.0.1:%d", c.nats.nodes[(node+1)%len(c.nats.nodes)].client))
 	c.nats.kill9(node)
 	c.nats.streamLeaderAsking(watch, bucket, 250*time.Millisecond)
-	var revoked time.Time
-	waitFor(t, clusterSettle, "the revoke to be answered", func() bool {
-		code, _ := callAs(t, c.bridges[0].admin, clusterToken, "DELETE", "/v1/tokens/team-a-ops", "")
-		revoked = time.Now()
-		return code == 204
-	})
-	c.checkRevoked(token, revoked)
+	c.revokeOpsToken(token)
 }
 
 // A revocation made after the kill -9 of a NATS node that does not lead
@@ -397,13 +391,7 @@ func TestTokenRevokedAfterTheLossOfAWatchesNode(t *testing.T) {
 	node, held := c.nats.busiestConsumerNode(c.js, bucket, leader)
 	c.nats.kill9(node)
 	t.Logf("killed n%d, which held %d of the tokens' watch consumers; n%d leads the bucket", node+1, held, leader+1)
-	var revoked time.Time
-	waitFor(t, clusterSettle, "the revoke to be answered", func() bool {
-		code, _ := callAs(t, c.bridges[0].admin, clusterToken, "DELETE", "/v1/tokens/team-a-ops", "")
-		revoked = time.Now()
-		return code == 204
-	})
-	c.checkRevoked(token, revoked)
+	c.revokeOpsToken(token)
 }
 
 // clusterOperatorToken makes an operator token on team-a- through the
@@ -424,6 +412,20 @@ func clusterOperatorToken(t *testing.T, c *bridgeCluster) string {
 		})
 	}
 	return tok.Token
+}
+
+// revokeOpsToken revokes team-a-ops through the first bridge, asking
+// until the revoke is answered, and checks every bridge refuses token
+// within 2 s of that answer.
+func (c *bridgeCluster) revokeOpsToken(token string) {
+	c.t.Helper()
+	var revoked time.Time
+	waitFor(c.t, clusterSettle, "the revoke to be answered", func() bool {
+		code, _ := callAs(c.t, c.bridges[0].admin, clusterToken, "DELETE", "/v1/tokens/team-a-ops", "")
+		revoked = time.Now()
+		return code == 204
+	})
+	c.checkRevoked(token, revoked)
 }
 
 // checkRevoked fails the test unless every bridge refuses token within
