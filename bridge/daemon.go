@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jetstream-bridge/bridge/cursor"
@@ -45,11 +44,7 @@ type Daemon struct {
 
 	flushEvery time.Duration
 	flushKick  chan struct{}
-	// movedAt is when the oldest cursor move no flush has taken yet
-	// happened, in nanoseconds on clock's monotonic reading; 0 when none.
-	movedAt  atomic.Int64
-	clock    time.Time
-	identity *identityWatch
+	identity   *identityWatch
 	// owner, when set, limits delivery to this bridge's share.
 	owner Ownership
 	// events, when set, publishes the operational events.
@@ -92,7 +87,6 @@ func NewDaemon(store cursor.Store, tail Tailer, workers []*Worker, opts ...Daemo
 		log:        slog.New(slog.DiscardHandler),
 		flushEvery: DefaultFlushInterval,
 		flushKick:  make(chan struct{}, 1),
-		clock:      time.Now(),
 		rewakeKick: make(chan struct{}, 1),
 	}
 	for _, opt := range opts {
@@ -300,18 +294,8 @@ func (w *wildcards) matching(subject string) []string {
 	return out
 }
 
-// sinceMoved is how long ago the oldest move not flushed yet happened.
-func (d *Daemon) sinceMoved() time.Duration {
-	at := d.movedAt.Load()
-	if at == 0 {
-		return 0
-	}
-	return time.Since(d.clock) - time.Duration(at)
-}
-
 // kickFlush tells the flush loop that a cursor moved.
 func (d *Daemon) kickFlush() {
-	d.movedAt.CompareAndSwap(0, max(int64(time.Since(d.clock)), 1))
 	select {
 	case d.flushKick <- struct{}{}:
 	default:
@@ -323,13 +307,6 @@ func (d *Daemon) kickFlush() {
 // and sleeps while nothing moves, so an idle bridge does not wake. It
 // checks the stream's identity every second. A failed flush keeps the
 // cursors pending and is retried: durability lags, it is never skipped.
-//
-// The window counts from the oldest move not yet flushed, and a commit
-// starts as long before its end as the last commit took: waiting a whole
-// interval after the kick, or twice the last commit, let a commit slowed
-// by a loaded machine push the acknowledgements a crash repeats past
-// --flush-interval (CONTRACT §1). A commit slower than the interval runs
-// back to back with the next one.
 func (d *Daemon) flushLoop(ctx context.Context) error {
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
@@ -340,16 +317,14 @@ func (d *Daemon) flushLoop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-d.flushKick:
-			if wait := d.flushEvery - took - d.sinceMoved(); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(wait):
-				}
+			// Wait at least twice as long as the last commit took, so a
+			// commit of many cursors never occupies more than a third of
+			// the time; more acknowledgements ride on each commit instead.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(max(d.flushEvery, 2*took)):
 			}
-			// A cursor moving from here on may miss this commit: its
-			// window starts now.
-			d.movedAt.Store(0)
 			start := time.Now()
 			err := d.store.Flush(ctx)
 			took = time.Since(start)
