@@ -73,11 +73,8 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 			"bucket", f.KV.Bucket(), "error", err)
 	}
 	defer unwatch()
-	pctx, stopProbe := context.WithCancel(ctx)
-	stalls := make(chan struct{}, 1)
-	probed := make(chan struct{})
-	go func() { defer close(probed); f.probe(pctx, stalls) }()
-	defer func() { stopProbe(); <-probed }()
+	stalls, stopProbe := f.startProbe(ctx)
+	defer stopProbe()
 	var op opening
 	defer func() {
 		if op.stop() {
@@ -92,30 +89,23 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 		case <-ctx.Done():
 			return
 		case e, ok := <-updates:
-			switch {
-			case !ok:
+			if !ok {
 				if f.Conn.IsClosed() {
 					return
 				}
 				updates = nil
 				f.restart(ctx, &op)
-			case e == nil:
-				if initial && f.Ready != nil {
-					f.Ready()
-				}
-				initial = false
-			default:
-				f.Apply(e)
+				continue
 			}
+			initial = f.take(e, initial)
 		case <-elections:
 			f.restart(ctx, &op)
 		case <-stalls:
-			if op.cancel != nil {
-				continue // a new watch is opening already
+			if op.cancel == nil { // else a new watch is opening already
+				f.Log.Info("the watch of a bucket fell silent while the bucket took writes (its server lost?); watching again",
+					"bucket", f.KV.Bucket(), "applied", f.Applied())
+				f.restart(ctx, &op)
 			}
-			f.Log.Info("the watch of a bucket fell silent while the bucket took writes (its server lost?); watching again",
-				"bucket", f.KV.Bucket(), "applied", f.Applied())
-			f.restart(ctx, &op)
 		case next := <-op.ready:
 			go Stop(w)
 			w, updates = next, next.Updates()
@@ -124,6 +114,30 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 			f.announce(false)
 		}
 	}
+}
+
+// take applies e, or, for the marker that the values present at the
+// start are all handed on, calls Ready the first time; it reports
+// whether that first marker is still to come.
+func (f *Follower) take(e jetstream.KeyValueEntry, initial bool) bool {
+	if e != nil {
+		f.Apply(e)
+		return initial
+	}
+	if initial && f.Ready != nil {
+		f.Ready()
+	}
+	return false
+}
+
+// startProbe runs probe until the returned func is called, which waits
+// for it to end.
+func (f *Follower) startProbe(ctx context.Context) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stalls := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() { defer close(done); f.probe(ctx, stalls) }()
+	return stalls, func() { cancel(); <-done }
 }
 
 // probe signals stalls when the watch applied nothing for a whole
