@@ -57,10 +57,6 @@ type Member struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// membersRev and leasesRev are the revisions of the last change
-	// applied from each bucket's watch.
-	membersRev, leasesRev atomic.Uint64
-
 	takeovers      atomic.Uint64
 	renewalsFailed atomic.Uint64
 }
@@ -128,8 +124,8 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config) (*Member, err
 	m.stop = stop
 	var once sync.Once
 	listed := func() { once.Do(func() { close(m.listed) }) }
-	m.loops.Go(func() { m.follow(loopCtx, m.members, m.seeMember, listed, &m.membersRev) })
-	m.loops.Go(func() { m.follow(loopCtx, m.leases, m.seeLease, nil, &m.leasesRev) })
+	m.loops.Go(func() { m.follow(loopCtx, m.members, m.seeMember, listed) })
+	m.loops.Go(func() { m.follow(loopCtx, m.leases, m.seeLease, nil) })
 	m.loops.Go(func() { m.run(context.Background()) })
 	return m, nil
 }

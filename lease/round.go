@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -56,18 +55,14 @@ func (m *Member) wakeUp() {
 // stalls its delivery while its channel is full, and a stalled watch
 // reports members and releases late. Values are read too: they are
 // instance names and join times, and name each shard's holder. After an
-// election the watch resumes after rev, the last revision fed, on a new
+// election the watch resumes after the last revision fed, on a new
 // consumer (see kvwatch.Follower): an entry may be fed again, in order.
-func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func(), rev *atomic.Uint64) {
+func (m *Member) follow(ctx context.Context, kv jetstream.KeyValue, on func(jetstream.KeyValueEntry), listed func()) {
 	w, err := kvwatch.Open(ctx, func() (jetstream.KeyWatcher, error) { return kv.WatchAll(ctx) }, watchAttemptWait)
 	if err != nil {
 		return // ctx ended
 	}
-	f := kvwatch.Follower{KV: kv, Conn: m.nc, Log: m.cfg.Logger, Ready: listed, Applied: rev.Load,
-		Apply: func(e jetstream.KeyValueEntry) {
-			on(e)
-			rev.Store(max(rev.Load(), e.Revision()))
-		}}
+	f := kvwatch.Follower{KV: kv, Conn: m.nc, Log: m.cfg.Logger, Ready: listed, Apply: on}
 	f.Run(ctx, w)
 }
 

@@ -104,8 +104,8 @@ type Store struct {
 	// or partitioned bridge's would.
 	watching sync.Mutex
 
-	// watched is the revision of the last change the watch applied.
-	watched   atomic.Uint64
+	// follower applies the bucket's changes to idx (see startWatch).
+	follower  *kvwatch.Follower
 	fenced    atomic.Uint64
 	conflicts atomic.Uint64
 	// closing is set before the watch is stopped on purpose; a watch that
@@ -262,7 +262,13 @@ func (s *Store) startWatch(ctx context.Context) error {
 	}
 	s.stopWatch, s.watchDone = cancel, make(chan struct{})
 	ready := make(chan struct{})
-	go s.runWatch(wctx, w, ready)
+	s.follower = &kvwatch.Follower{KV: s.regs, Conn: s.nc, Log: s.log, Ready: func() { close(ready) },
+		Apply: func(e jetstream.KeyValueEntry) {
+			s.watching.Lock()
+			defer s.watching.Unlock()
+			s.applyWatched(e)
+		}}
+	go s.runWatch(wctx, w)
 	select {
 	case <-ready:
 		return nil
@@ -274,16 +280,9 @@ func (s *Store) startWatch(ctx context.Context) error {
 
 // runWatch applies the bucket's changes until the watch ends (see
 // kvwatch.Follower).
-func (s *Store) runWatch(ctx context.Context, w jetstream.KeyWatcher, ready chan struct{}) {
+func (s *Store) runWatch(ctx context.Context, w jetstream.KeyWatcher) {
 	defer close(s.watchDone)
-	f := kvwatch.Follower{KV: s.regs, Conn: s.nc, Log: s.log, Ready: func() { close(ready) }, Applied: s.watched.Load,
-		Apply: func(e jetstream.KeyValueEntry) {
-			s.watching.Lock()
-			s.applyWatched(e)
-			s.watched.Store(max(s.watched.Load(), e.Revision()))
-			s.watching.Unlock()
-		}}
-	f.Run(ctx, w)
+	s.follower.Run(ctx, w)
 	if !s.closing.Load() {
 		s.log.Error("kvstore: the watch of the registrations ended (connection closed?); Due, Routes and List no longer see other bridges' writes",
 			"bucket", s.regs.Bucket())

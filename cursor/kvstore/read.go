@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetstream-bridge/bridge/cursor"
+	"github.com/jetstream-bridge/bridge/internal/kvwatch"
 )
 
 // overlay is r with the acknowledged progress not written yet, as the
@@ -82,16 +83,11 @@ const catchUpWait = time.Second
 func (s *Store) catchUp(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
-	st, err := s.regs.Status(ctx)
+	last, err := kvwatch.LastRevision(ctx, s.regs)
 	if err != nil {
 		return
 	}
-	b, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return
-	}
-	last := b.StreamInfo().State.LastSeq
-	for s.watched.Load() < last && ctx.Err() == nil {
+	for s.follower.Applied() < last && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 }

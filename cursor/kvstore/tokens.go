@@ -46,8 +46,6 @@ type tokenSet struct {
 	// ends without it would leave revocations through other bridges
 	// unseen, and says so.
 	closing atomic.Bool
-	// watched is the revision of the last change the watch applied.
-	watched atomic.Uint64
 	// endConfirm stops the checks of the tokens against the bucket
 	// while the watch is being replaced; only the watch's goroutine
 	// touches it.
@@ -85,12 +83,8 @@ func openTokens(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 // kvwatch.Follower).
 func (ts *tokenSet) run(ctx context.Context, nc *nats.Conn, w jetstream.KeyWatcher, ready chan struct{}) {
 	defer close(ts.done)
-	f := kvwatch.Follower{KV: ts.kv, Conn: nc, Log: ts.log, Ready: func() { close(ready) }, Applied: ts.watched.Load,
-		Apply: func(e jetstream.KeyValueEntry) {
-			ts.applyWatched(e)
-			ts.watched.Store(max(ts.watched.Load(), e.Revision()))
-		},
-		Opening: ts.opening}
+	f := kvwatch.Follower{KV: ts.kv, Conn: nc, Log: ts.log, Ready: func() { close(ready) },
+		Apply: ts.applyWatched, Opening: ts.opening}
 	f.Run(ctx, w)
 	if !ts.closing.Load() {
 		ts.log.Error("kvstore: the watch of the tokens ended (connection closed?); tokens made or revoked through other bridges are not seen here",
@@ -217,7 +211,7 @@ const confirmEvery = 250 * time.Millisecond
 // consumer may have died with it, and until the cluster has elected its
 // meta leader no new consumer can be placed: seconds in which a token
 // revoked through another bridge would still be taken here. A read of a
-// key is answered by any replica of the bucket meanwhile.
+// key needs only the bucket's leader, which answers meanwhile.
 func (ts *tokenSet) opening(on bool) {
 	if ts.endConfirm != nil {
 		ts.endConfirm()

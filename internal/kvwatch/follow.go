@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -45,15 +46,19 @@ type Follower struct {
 	// Ready is called once, when the values present at the start are
 	// all applied; it may be nil.
 	Ready func()
-	// Applied is the revision of the last change applied; it is called
-	// from other goroutines.
-	Applied func() uint64
 	// Opening, when set, is told true when a new watch starts opening
 	// and false once it replaced the old one: a window in which changes
 	// may go unseen if the old watch's consumer died, and the cluster
 	// cannot place a new one yet (no meta leader).
 	Opening func(bool)
+
+	applied atomic.Uint64 // the highest revision Apply returned from
 }
+
+// Applied is the highest revision applied: a new watch resumes after it,
+// and a reader that saw the bucket at revision r has every change up to
+// r applied once Applied reaches r.
+func (f *Follower) Applied() uint64 { return f.applied.Load() }
 
 // openAttemptWait is how long an attempt to open a watch waits for an
 // answer before another starts beside it (see Open); probeEvery is how
@@ -122,6 +127,7 @@ func (f *Follower) Run(ctx context.Context, w jetstream.KeyWatcher) {
 func (f *Follower) take(e jetstream.KeyValueEntry, initial bool) bool {
 	if e != nil {
 		f.Apply(e)
+		f.applied.Store(max(f.applied.Load(), e.Revision()))
 		return initial
 	}
 	if initial && f.Ready != nil {
@@ -165,7 +171,10 @@ func (f *Follower) probe(ctx context.Context, stalls chan<- struct{}) {
 			}
 		}
 		var err error
-		if last, err = f.lastRevision(ctx); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, probeEvery)
+		last, err = LastRevision(pctx, f.KV)
+		cancel()
+		if err != nil {
 			behind = false
 			continue
 		}
@@ -173,17 +182,16 @@ func (f *Follower) probe(ctx context.Context, stalls chan<- struct{}) {
 	}
 }
 
-// lastRevision reads the revision of the bucket's last change.
-func (f *Follower) lastRevision(ctx context.Context) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeEvery)
-	defer cancel()
-	st, err := f.KV.Status(ctx)
+// LastRevision reads the revision of kv's last change from its stream's
+// leader.
+func LastRevision(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
+	st, err := kv.Status(ctx)
 	if err != nil {
 		return 0, err
 	}
 	info, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo })
 	if !ok || info.StreamInfo() == nil {
-		return 0, fmt.Errorf("kvwatch: the status of bucket %s does not say its last revision", f.KV.Bucket())
+		return 0, fmt.Errorf("kvwatch: the status of bucket %s does not say its last revision", kv.Bucket())
 	}
 	return info.StreamInfo().State.LastSeq, nil
 }

@@ -33,14 +33,12 @@ func (k slowKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetst
 type seen struct {
 	mu   sync.Mutex
 	vals map[string]string
-	rev  atomic.Uint64
 }
 
 func (s *seen) apply(e jetstream.KeyValueEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vals[e.Key()] = string(e.Value())
-	s.rev.Store(max(s.rev.Load(), e.Revision()))
 }
 
 func (s *seen) value(key string) string {
@@ -71,7 +69,7 @@ func TestFollowerKeepsTheOldWatchWhileANewOneOpens(t *testing.T) {
 	slow := slowKV{KeyValue: kv, open: make(chan struct{}), calls: new(atomic.Int32)}
 	ready := make(chan struct{})
 	f := &Follower{KV: slow, Conn: js.Conn(), Log: slog.New(slog.DiscardHandler), Apply: s.apply,
-		Ready: func() { close(ready) }, Applied: s.rev.Load}
+		Ready: func() { close(ready) }}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +124,7 @@ func TestFollowerReplacesASilentWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &seen{vals: map[string]string{}}
-	f := &Follower{KV: kv, Conn: js.Conn(), Log: slog.New(slog.DiscardHandler), Apply: s.apply, Applied: s.rev.Load}
+	f := &Follower{KV: kv, Conn: js.Conn(), Log: slog.New(slog.DiscardHandler), Apply: s.apply}
 	var stops atomic.Int32
 	silent := newFake(&stops)
 	runCtx, stop := context.WithCancel(context.Background())
